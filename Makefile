@@ -1,0 +1,55 @@
+# The index of everything a developer does here: `make help` lists it.
+SHELL := /bin/bash
+MODULES := libs/apiserver services/geoip services/chat bench
+GO ?= go
+GOFLAGS_TEST ?= -race -count=1
+BIN := bin
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN{FS=":.*## "}{printf "  %-16s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build bin/geoip, bin/chat and bin/items-example
+	@mkdir -p $(BIN)
+	cd services/geoip && $(GO) build -trimpath -o ../../$(BIN)/geoip ./cmd/geoip
+	cd services/chat && $(GO) build -trimpath -o ../../$(BIN)/chat ./cmd/chat
+	cd libs/apiserver && $(GO) build -trimpath -o ../../$(BIN)/items-example ./examples/items
+
+.PHONY: test
+test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server)
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
+
+.PHONY: test-short
+test-short: ## Fast unit tests only (no race detector, -short)
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short -count=1 ./...); done
+
+.PHONY: lint
+lint: ## go vet every module, and build each one alone (GOWORK=off)
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) vet ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./...); done
+	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
+
+.PHONY: run
+run: build ## Run geoip (:3001, embedded sample database) and chat (:3000, memory engine) locally
+	@trap 'kill 0' INT TERM EXIT; \
+	PORT=3001 $(BIN)/geoip serve & \
+	PORT=3000 $(BIN)/chat serve & \
+	wait
+
+.PHONY: bench
+bench: ## Library, limiter and geoip lookup benchmarks (copy the figures to docs/benchmarks.md by hand)
+	cd libs/apiserver && $(GO) test -run '^$$' -bench . -benchmem -count 1 .
+	cd libs/apiserver && $(GO) test -run '^$$' -bench . -benchmem -count 1 ./ratelimit/
+	cd services/geoip && $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod tidy); done
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf $(BIN)
+
+-include deploy/stack.mk

@@ -1,0 +1,170 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	swaggerFiles "github.com/swaggo/files/v2"
+	ginSwagger "github.com/swaggo/gin-swagger"
+	"golang.org/x/net/webdav"
+)
+
+// registerBuiltins adds /healthz, /readyz, /metrics, /openapi.json and
+// /docs. They are not rate limited: orchestrators and scrapers poll them.
+func (s *Server[A]) registerBuiltins() {
+	r := s.routes
+	r.GET("/healthz", func(c *gin.Context) {
+		c.Header("Cache-Control", "no-store")
+		c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	})
+	r.GET("/readyz", s.readyz)
+	if s.set.metrics {
+		h := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry, ErrorLog: nil})
+		r.GET("/metrics", gin.WrapH(h))
+	}
+	r.GET("/openapi.json", func(c *gin.Context) {
+		b, err := s.docs.json(s.forwardedPrefix(c.Request) + "/")
+		if err != nil {
+			s.abortWithError(c, err)
+			return
+		}
+		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	})
+	ui := ginSwagger.WrapHandler(&webdav.Handler{FileSystem: readOnlyFS{swaggerFiles.FS}, LockSystem: webdav.NewMemLS()},
+		// Relative to /docs/index.html, so it also resolves behind a proxy
+		// that mounts the service under a prefix.
+		ginSwagger.URL("../openapi.json"),
+		ginSwagger.DocExpansion("list"),
+		ginSwagger.PersistAuthorization(true),
+	)
+	// A relative redirect keeps whatever prefix a proxy added.
+	r.GET("/docs", func(c *gin.Context) { relativeRedirect(c, "docs/index.html") })
+	r.GET("/docs/*any", func(c *gin.Context) {
+		if c.Param("any") == "/" {
+			relativeRedirect(c, "index.html")
+			return
+		}
+		ui(c)
+	})
+}
+
+// relativeRedirect answers 302 with a relative Location (http.Redirect
+// would make it absolute and lose a proxy's prefix).
+func relativeRedirect(c *gin.Context, to string) {
+	c.Header("Location", to)
+	c.Status(http.StatusFound)
+	c.Writer.WriteHeaderNow()
+}
+
+// forwardedPrefix is X-Forwarded-Prefix when the peer is a trusted proxy
+// and the value is a clean path, else "".
+func (s *Server[A]) forwardedPrefix(r *http.Request) string {
+	p := r.Header.Get("X-Forwarded-Prefix")
+	if p == "" || !s.clientIP.Trusted().Contains(peerAddr(r)) {
+		return ""
+	}
+	p = "/" + strings.Trim(path.Clean("/"+p), "/")
+	for _, ch := range p {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || strings.ContainsRune("/-._~", ch)) {
+			return ""
+		}
+	}
+	if p == "/" {
+		return ""
+	}
+	return p
+}
+
+func (s *Server[A]) readyz(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	if !s.ready.Load() {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "shutting down"})
+		return
+	}
+	s.checksMu.Lock()
+	checks := append([]readinessCheck(nil), s.checks...)
+	s.checksMu.Unlock()
+	results := make(map[string]string, len(checks))
+	ok := true
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, chk := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+			defer cancel()
+			err := chk.check(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				ok = false
+				results[chk.name] = "unavailable"
+				s.log.Warn("readiness check failed", "check", chk.name, "err", err)
+				return
+			}
+			results[chk.name] = "ok"
+		}()
+	}
+	wg.Wait()
+	if !ok {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "not ready", "checks": results})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": results})
+}
+
+// readOnlyFS adapts an fs.FS (the Swagger UI 5 assets that swaggo/files/v2
+// embeds) to the webdav.FileSystem that gin-swagger serves from; its own
+// bundled UI is 4.x, which cannot show OpenAPI 3.1.
+type readOnlyFS struct{ fsys fs.FS }
+
+func (r readOnlyFS) Mkdir(context.Context, string, os.FileMode) error { return os.ErrPermission }
+func (r readOnlyFS) RemoveAll(context.Context, string) error          { return os.ErrPermission }
+func (r readOnlyFS) Rename(context.Context, string, string) error     { return os.ErrPermission }
+
+func (r readOnlyFS) Stat(_ context.Context, name string) (os.FileInfo, error) {
+	return fs.Stat(r.fsys, clean(name))
+}
+
+func (r readOnlyFS) OpenFile(_ context.Context, name string, flag int, _ os.FileMode) (webdav.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		return nil, os.ErrPermission
+	}
+	f, err := r.fsys.Open(clean(name))
+	if err != nil {
+		return nil, err
+	}
+	return readOnlyFile{f}, nil
+}
+
+func clean(name string) string {
+	n := strings.TrimPrefix(path.Clean("/"+name), "/")
+	if n == "" {
+		return "."
+	}
+	return n
+}
+
+type readOnlyFile struct{ fs.File }
+
+func (f readOnlyFile) Seek(offset int64, whence int) (int64, error) {
+	if s, ok := f.File.(interface {
+		Seek(int64, int) (int64, error)
+	}); ok {
+		return s.Seek(offset, whence)
+	}
+	return 0, errors.New("seek not supported")
+}
+
+func (f readOnlyFile) Readdir(int) ([]fs.FileInfo, error) { return nil, os.ErrPermission }
+func (f readOnlyFile) Write([]byte) (int, error)          { return 0, os.ErrPermission }

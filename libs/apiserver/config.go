@@ -1,0 +1,309 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/libs/apiserver/clientip"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
+)
+
+// Tag describes a documentation tag (the seed's apiTags entries).
+type Tag struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// AuthResult is what a TokenValidator returns (the seed's authentication
+// result): Valid, the Error shown when it is not, and the typed Context a
+// handler sees as Context.Auth.
+type AuthResult[A any] struct {
+	Valid   bool
+	Error   string
+	Context A
+}
+
+// TokenValidator checks a bearer token (the seed's apiToken function).
+type TokenValidator[A any] func(token string, r *http.Request) AuthResult[A]
+
+// Config configures a Server. Every field is optional: a set field beats
+// the environment, which beats the default (see the README table).
+type Config[A any] struct {
+	Port     int    // PORT, 3000; see ListenAddr for port 0
+	Host     string // HOST, 127.0.0.1
+	Env      string // APP_ENV or NODE_ENV: development (default) or production
+	LogLevel string // LOG_LEVEL: debug, info (default), warn, error
+
+	APITitle       string // documentation title, "API Documentation"
+	APIDescription string
+	APIVersion     string // "1.0.0"
+	APITags        []Tag
+
+	// APIToken is the static bearer token (API_TOKEN). TokenValidator,
+	// when set, is used instead: it is the seed's apiToken function.
+	APIToken       string
+	TokenValidator TokenValidator[A]
+
+	RateLimitMax    int      // RATE_LIMIT_MAX, 100 requests ...
+	RateLimitWindow string   // RATE_LIMIT_WINDOW, ... per "15m"
+	RateLimitAllow  []string // RATE_LIMIT_ALLOW: IPs or CIDRs never limited
+	// RateLimitFailClosed refuses requests (503) when the Redis limiter
+	// cannot be reached; the default lets them through and counts the error.
+	RateLimitFailClosed *bool // RATE_LIMIT_FAIL_CLOSED, false
+
+	MetricsEnabled *bool  // METRICS_ENABLED, true
+	CORSOrigin     string // CORS_ORIGIN: "*", one origin, or a comma list
+
+	// RedisURL makes rate-limit counters live in Redis (REDIS_URL).
+	RedisURL string
+	// TrustedProxies are the proxies whose X-Forwarded-For and
+	// X-Forwarded-Prefix are believed (TRUSTED_PROXIES).
+	TrustedProxies []string
+
+	// Engine is the seed's server_instance: a caller-supplied gin engine.
+	// When set, Start only attaches routes and Stop does not close it;
+	// port, host and log level are ignored.
+	Engine *gin.Engine
+
+	BodyLimit       int64         // largest request body, 1 MiB
+	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, 10s: drain deadline
+	// ValidateResponses checks handler results against the response
+	// schema (default true).
+	ValidateResponses *bool
+
+	Logger   *slog.Logger         // default: built from Env and LogLevel
+	Registry *prometheus.Registry // default: a new registry with Go and process collectors
+
+	// Getenv reads the environment (default os.Getenv); tests set it.
+	Getenv func(string) string
+}
+
+// settings is the resolved configuration: every value known and valid.
+type settings struct {
+	port            int
+	host            string
+	production      bool
+	logLevel        slog.Level
+	title, desc     string
+	version         string
+	tags            []Tag
+	rateMax         int
+	rateWindow      time.Duration
+	rateAllow       clientip.Set
+	failClosed      bool
+	metrics         bool
+	corsOrigins     []string
+	redisURL        string
+	trusted         clientip.Set
+	bodyLimit       int64
+	shutdownTimeout time.Duration
+	validateResults bool
+}
+
+// Defaults of the seed and of DESIGN.md.
+const (
+	DefaultPort            = 3000
+	DefaultHost            = "127.0.0.1"
+	DefaultRateLimitMax    = 100
+	DefaultRateLimitWindow = "15m"
+	DefaultBodyLimit       = 1 << 20
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// resolve merges config, environment and defaults, and reports every
+// invalid value at once, each naming its variable.
+func resolve[A any](c *Config[A]) (settings, error) {
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var errs []error
+	bad := func(name, value, want string) {
+		errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want))
+	}
+	s := settings{}
+
+	// port
+	s.port = DefaultPort
+	if c.Port != 0 {
+		s.port = c.Port
+	} else if v := getenv("PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			bad("PORT", v, "must be an integer from 0 to 65535")
+		} else {
+			s.port = p
+		}
+	}
+	if s.port < 0 || s.port > 65535 {
+		bad("Port", strconv.Itoa(s.port), "must be from 0 to 65535")
+	}
+	s.host = firstNonEmpty(c.Host, getenv("HOST"), DefaultHost)
+
+	env := c.Env
+	envName := "Env"
+	if env == "" {
+		env, envName = getenv("APP_ENV"), "APP_ENV"
+		if env == "" {
+			env, envName = getenv("NODE_ENV"), "NODE_ENV"
+		}
+	}
+	switch env {
+	case "", "development":
+	case "production":
+		s.production = true
+	default:
+		bad(envName, env, "must be development or production")
+	}
+
+	level := firstNonEmpty(c.LogLevel, getenv("LOG_LEVEL"), "info")
+	switch strings.ToLower(level) {
+	case "debug":
+		s.logLevel = slog.LevelDebug
+	case "info":
+		s.logLevel = slog.LevelInfo
+	case "warn", "warning":
+		s.logLevel = slog.LevelWarn
+	case "error":
+		s.logLevel = slog.LevelError
+	default:
+		bad("LOG_LEVEL", level, "must be debug, info, warn or error")
+	}
+
+	s.title = firstNonEmpty(c.APITitle, "API Documentation")
+	s.desc = c.APIDescription
+	s.version = firstNonEmpty(c.APIVersion, "1.0.0")
+	s.tags = c.APITags
+
+	s.rateMax = DefaultRateLimitMax
+	if c.RateLimitMax != 0 {
+		s.rateMax = c.RateLimitMax
+	} else if v := getenv("RATE_LIMIT_MAX"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			bad("RATE_LIMIT_MAX", v, "must be a positive integer")
+		} else {
+			s.rateMax = n
+		}
+	}
+	if s.rateMax < 1 {
+		bad("RateLimitMax", strconv.Itoa(s.rateMax), "must be a positive integer")
+	}
+	windowName, window := "RateLimitWindow", c.RateLimitWindow
+	if window == "" {
+		windowName, window = "RATE_LIMIT_WINDOW", getenv("RATE_LIMIT_WINDOW")
+	}
+	if window == "" {
+		window = DefaultRateLimitWindow
+	}
+	if d, err := ratelimit.ParseWindow(window); err != nil {
+		bad(windowName, window, "must be a number and a unit (ms, s, m, h, d), like 15m or 30s")
+	} else {
+		s.rateWindow = d
+	}
+	allow := c.RateLimitAllow
+	if allow == nil {
+		allow = splitList(getenv("RATE_LIMIT_ALLOW"))
+	}
+	if set, err := clientip.NewSet(allow); err != nil {
+		bad("RATE_LIMIT_ALLOW", strings.Join(allow, ","), err.Error())
+	} else {
+		s.rateAllow = set
+	}
+	s.failClosed = boolSetting(c.RateLimitFailClosed, "RATE_LIMIT_FAIL_CLOSED", false, getenv, bad)
+	s.metrics = boolSetting(c.MetricsEnabled, "METRICS_ENABLED", true, getenv, bad)
+
+	origin := firstNonEmpty(c.CORSOrigin, getenv("CORS_ORIGIN"), "*")
+	s.corsOrigins = splitList(origin)
+	for _, o := range s.corsOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			bad("CORS_ORIGIN", origin, "must be *, or origins like https://example.com separated by commas")
+			break
+		}
+	}
+
+	s.redisURL = firstNonEmpty(c.RedisURL, getenv("REDIS_URL"))
+	trusted := c.TrustedProxies
+	if trusted == nil {
+		trusted = splitList(getenv("TRUSTED_PROXIES"))
+	}
+	if set, err := clientip.NewSet(trusted); err != nil {
+		bad("TRUSTED_PROXIES", strings.Join(trusted, ","), err.Error())
+	} else {
+		s.trusted = set
+	}
+
+	s.bodyLimit = c.BodyLimit
+	if s.bodyLimit == 0 {
+		s.bodyLimit = DefaultBodyLimit
+	}
+	if s.bodyLimit < 0 {
+		bad("BodyLimit", strconv.FormatInt(s.bodyLimit, 10), "must be positive")
+	}
+	s.shutdownTimeout = c.ShutdownTimeout
+	if s.shutdownTimeout == 0 {
+		s.shutdownTimeout = DefaultShutdownTimeout
+		if v := getenv("SHUTDOWN_TIMEOUT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				bad("SHUTDOWN_TIMEOUT", v, "must be a positive duration like 10s")
+			} else {
+				s.shutdownTimeout = d
+			}
+		}
+	}
+	s.validateResults = c.ValidateResponses == nil || *c.ValidateResponses
+
+	if s.production && c.TokenValidator == nil {
+		tok := firstNonEmpty(c.APIToken, getenv("API_TOKEN"))
+		if tok != "" && len(tok) < 16 {
+			bad("API_TOKEN", "***", "is shorter than 16 characters, too guessable for production")
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+func boolSetting(v *bool, name string, def bool, getenv func(string) string, bad func(string, string, string)) bool {
+	if v != nil {
+		return *v
+	}
+	raw := getenv(name)
+	switch strings.ToLower(raw) {
+	case "":
+		return def
+	case "true", "1", "yes":
+		return true
+	case "false", "0", "no":
+		return false
+	}
+	bad(name, raw, "must be true or false")
+	return def
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

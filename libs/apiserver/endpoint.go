@@ -1,0 +1,455 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/libs/apiserver/internal/schema"
+)
+
+// Operation declares an endpoint: the seed's createEndpoint fields other
+// than the schemas, which come from the handler's input and output types.
+type Operation struct {
+	Method string // GET, POST, PUT, DELETE or PATCH
+	URL    string // gin syntax: /items/:id ({id} is accepted too)
+
+	Summary     string
+	Description string
+	Tags        []string
+	OperationID string // default: method and path, e.g. get-items-id
+	Deprecated  bool
+
+	// Authenticated requires a bearer token before validation runs.
+	Authenticated bool
+	// RateLimit: nil uses the global limit; NoRateLimit disables it;
+	// {Max, Window} gives the endpoint a counter of its own.
+	RateLimit *RateLimit
+	// Status is the success status (default 200, or 204 for NoBody).
+	Status int
+	// BodyLimit overrides the server's body size limit for this endpoint.
+	BodyLimit int64
+	// Responses documents further answers, e.g. {404: "No such item"}.
+	Responses map[int]string
+	// Produces documents media types the handler may write itself besides
+	// JSON (it writes them through Context and the library stays out).
+	Produces []string
+	// NoTimeouts lifts the server's read and write deadlines for this
+	// route (WebSockets, long polls).
+	NoTimeouts bool
+	// Hidden keeps the endpoint out of the OpenAPI document.
+	Hidden bool
+}
+
+// RateLimit is a per-endpoint limit: Max requests per Window for each
+// client (Window 0 means the global window).
+type RateLimit struct {
+	Max      int
+	Window   time.Duration
+	Disabled bool
+}
+
+// NoRateLimit disables rate limiting on an endpoint (the seed's `false`).
+var NoRateLimit = &RateLimit{Disabled: true}
+
+// NoBody is the output type of endpoints that answer without a body
+// (204 by default).
+type NoBody struct{}
+
+// Context is what a handler receives: the gin context of the request and,
+// on authenticated endpoints, the typed auth context.
+type Context[A any] struct {
+	*gin.Context
+	Auth A
+	// Authenticated is true when a token was checked for this request.
+	Authenticated bool
+}
+
+// Handler handles a validated request and returns the response value, or
+// an error (an *Error chooses the status; anything else is a 500).
+type Handler[A, In, Out any] func(c *Context[A], in *In) (Out, error)
+
+// Register declares an endpoint: the seed's createEndpoint. The input type
+// In is a struct whose fields carry `path:"id"`, `query:"limit"` or
+// `header:"X-Name"` tags, plus an optional Body field (the JSON body);
+// constraints and docs come from tags (doc, minimum, maximum, minLength,
+// maxLength, pattern, enum, default, format, example, required). Out is
+// the response schema. Register panics on a declaration that cannot work
+// (a bad tag, a path parameter without a field): that is a programming
+// error, found at start-up.
+func Register[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Out]) {
+	ep, err := newEndpoint(s, op, h)
+	if err != nil {
+		panic(fmt.Sprintf("apiserver: register %s %s: %v", op.Method, op.URL, err))
+	}
+	handlers := append(s.routeMiddleware(&ep.op, ep.route), ep.serve)
+	s.routes.Handle(ep.op.Method, ep.route, handlers...)
+	if !op.Hidden {
+		s.docs.add(ep.doc())
+	}
+}
+
+type endpoint[A, In, Out any] struct {
+	s       *Server[A]
+	op      Operation
+	route   string // gin path
+	h       Handler[A, In, Out]
+	in      *binder
+	out     *schema.Node
+	noBody  bool
+	limit   int64
+	checkIO bool
+}
+
+type param struct {
+	name     string
+	in       string // path, query, header
+	prefix   string // for error fields: params., query., headers.
+	index    []int
+	node     *schema.Node
+	required bool
+	list     bool
+	def      reflect.Value
+}
+
+type binder struct {
+	typ       reflect.Type
+	params    []param
+	body      *schema.Node
+	bodyIndex []int
+	bodyReq   bool
+	bodyType  reflect.Type
+}
+
+var (
+	braceParam = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	colonParam = regexp.MustCompile(`[:*]([A-Za-z_][A-Za-z0-9_]*)`)
+)
+
+func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Out]) (*endpoint[A, In, Out], error) {
+	if h == nil {
+		return nil, errors.New("handler is nil")
+	}
+	op.Method = strings.ToUpper(op.Method)
+	switch op.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch:
+	default:
+		return nil, fmt.Errorf("method %q: must be GET, POST, PUT, DELETE or PATCH", op.Method)
+	}
+	if !strings.HasPrefix(op.URL, "/") {
+		return nil, fmt.Errorf("url %q must start with /", op.URL)
+	}
+	if op.RateLimit != nil && !op.RateLimit.Disabled && op.RateLimit.Max < 1 {
+		return nil, fmt.Errorf("rate limit max %d: must be at least 1 (use NoRateLimit to disable)", op.RateLimit.Max)
+	}
+	ep := &endpoint[A, In, Out]{s: s, op: op, h: h, checkIO: s.set.validateResults}
+	ep.route = braceParam.ReplaceAllString(op.URL, ":$1")
+	var err error
+	if ep.in, err = newBinder(s.schemas, reflect.TypeFor[In](), op.Method, ep.route); err != nil {
+		return nil, err
+	}
+	outType := reflect.TypeFor[Out]()
+	ep.noBody = outType == reflect.TypeFor[NoBody]()
+	if !ep.noBody {
+		if ep.out, err = s.schemas.Type(outType); err != nil {
+			return nil, fmt.Errorf("response type %s: %w", outType, err)
+		}
+	}
+	if ep.op.Status == 0 {
+		ep.op.Status = http.StatusOK
+		if ep.noBody {
+			ep.op.Status = http.StatusNoContent
+		}
+	}
+	ep.limit = s.set.bodyLimit
+	if op.BodyLimit > 0 {
+		ep.limit = op.BodyLimit
+	}
+	return ep, nil
+}
+
+func newBinder(reg *schema.Registry, t reflect.Type, method, route string) (*binder, error) {
+	b := &binder{typ: t}
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("input type %s must be a struct", t)
+	}
+	pathNames := map[string]bool{}
+	for _, m := range colonParam.FindAllStringSubmatch(route, -1) {
+		pathNames[m[1]] = false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Name == "Body" || hasTag(f.Tag, "body") {
+			if method == http.MethodGet {
+				return nil, errors.New("a GET endpoint cannot take a body")
+			}
+			node, err := reg.FieldNode(f.Type, f.Tag)
+			if err != nil {
+				return nil, fmt.Errorf("body: %w", err)
+			}
+			b.body, b.bodyIndex, b.bodyType = node, f.Index, f.Type
+			b.bodyReq = f.Type.Kind() != reflect.Pointer && f.Tag.Get("required") != "false"
+			continue
+		}
+		var p param
+		switch {
+		case hasTag(f.Tag, "path"):
+			p.in, p.name, p.prefix = "path", f.Tag.Get("path"), "params."
+			if _, ok := pathNames[p.name]; !ok {
+				return nil, fmt.Errorf("field %s: the URL has no :%s parameter", f.Name, p.name)
+			}
+			pathNames[p.name] = true
+			p.required = true
+		case hasTag(f.Tag, "query"):
+			p.in, p.name, p.prefix = "query", f.Tag.Get("query"), "query."
+		case hasTag(f.Tag, "header"):
+			p.in, p.name, p.prefix = "header", http.CanonicalHeaderKey(f.Tag.Get("header")), "headers."
+		default:
+			return nil, fmt.Errorf("field %s needs a path, query or header tag, or must be named Body", f.Name)
+		}
+		node, err := reg.FieldNode(f.Type, f.Tag)
+		if err != nil {
+			return nil, fmt.Errorf("%s parameter %s: %w", p.in, p.name, err)
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Time]() || ft.Kind() == reflect.Map {
+			return nil, fmt.Errorf("%s parameter %s: objects cannot be read from text", p.in, p.name)
+		}
+		p.list = ft.Kind() == reflect.Slice
+		p.node, p.index = node, f.Index
+		if req, ok := f.Tag.Lookup("required"); ok && p.in != "path" {
+			p.required = req == "true"
+		}
+		if def, ok := f.Tag.Lookup("default"); ok {
+			v, err := node.ParseText(def)
+			if err != nil {
+				return nil, fmt.Errorf("%s parameter %s: default %q: %w", p.in, p.name, def, err)
+			}
+			p.def = v
+		}
+		b.params = append(b.params, p)
+	}
+	for name, bound := range pathNames {
+		if !bound {
+			return nil, fmt.Errorf("URL parameter :%s has no field tagged path:%q in %s", name, name, t)
+		}
+	}
+	return b, nil
+}
+
+func hasTag(tag reflect.StructTag, key string) bool {
+	_, ok := tag.Lookup(key)
+	return ok
+}
+
+// serve runs after the route middleware (rate limit, auth) has passed.
+func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
+	ctx := &Context[A]{Context: c}
+	if ep.op.Authenticated {
+		if a, ok := c.Get(authContextKey); ok {
+			ctx.Auth, _ = a.(A)
+			ctx.Authenticated = true
+		}
+	}
+	in := new(In)
+	if err := ep.in.bind(c, reflect.ValueOf(in).Elem(), ep.limit); err != nil {
+		ep.s.abortWithError(c, err)
+		return
+	}
+	out, err := ep.h(ctx, in)
+	if err != nil {
+		ep.s.abortWithError(c, err)
+		return
+	}
+	if c.Writer.Written() || c.IsAborted() {
+		return // the handler answered by itself (another format, a redirect)
+	}
+	if ep.noBody {
+		c.Status(ep.op.Status)
+		c.Writer.WriteHeaderNow()
+		return
+	}
+	if ep.checkIO && ep.out != nil {
+		var errs schema.Errors
+		ep.out.CheckValue(reflect.ValueOf(&out).Elem(), "response", &errs)
+		if len(errs) > 0 {
+			e := &Error{Status: http.StatusInternalServerError, Message: "Response validation failed", Cause: fmt.Errorf("handler result does not match %s: %v", ep.out.Type(), errs)}
+			if !ep.s.set.production {
+				e.Details = errs
+			}
+			ep.s.abortWithError(c, e)
+			return
+		}
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		ep.s.abortWithError(c, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	c.Data(ep.op.Status, "application/json; charset=utf-8", body)
+}
+
+// bind fills the input struct from the request, collecting every problem.
+func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
+	var errs schema.Errors
+	var query map[string][]string
+	for i := range b.params {
+		p := &b.params[i]
+		var raw []string
+		switch p.in {
+		case "path":
+			if val := c.Param(p.name); val != "" {
+				raw = []string{val}
+			}
+		case "query":
+			if query == nil {
+				query = c.Request.URL.Query()
+			}
+			raw = query[p.name]
+		case "header":
+			raw = c.Request.Header.Values(p.name)
+		}
+		field := v.FieldByIndex(p.index)
+		name := p.prefix + p.name
+		if len(raw) == 0 {
+			switch {
+			case p.required:
+				errs = append(errs, FieldError{Field: name, Message: "is required"})
+			case p.def.IsValid():
+				schema.SetValue(field, p.def)
+			}
+			continue
+		}
+		if !p.list && len(raw) > 1 {
+			errs = append(errs, FieldError{Field: name, Message: "must be given once"})
+			continue
+		}
+		ok := true
+		for _, text := range raw {
+			x, err := p.node.ParseText(text)
+			if err != nil {
+				errs = append(errs, FieldError{Field: name, Message: err.Error()})
+				ok = false
+				break
+			}
+			schema.SetValue(field, x)
+		}
+		if ok {
+			p.node.CheckValue(field, name, &errs)
+		}
+	}
+	if b.body != nil {
+		if err := b.bindBody(c, v.FieldByIndex(b.bodyIndex), limit, &errs); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return requestValidationError(errs)
+	}
+	return nil
+}
+
+func requestValidationError(errs schema.Errors) *Error {
+	const shown = 5
+	parts := make([]string, 0, shown)
+	for i, e := range errs {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(errs)-shown))
+			break
+		}
+		parts = append(parts, e.Field+" "+e.Message)
+	}
+	return &Error{Status: http.StatusBadRequest, Message: "Validation failed: " + strings.Join(parts, "; "), Details: errs}
+}
+
+func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs *schema.Errors) error {
+	r := c.Request
+	if r.Body == nil || r.ContentLength == 0 {
+		if b.bodyReq {
+			*errs = append(*errs, FieldError{Field: "body", Message: "is required"})
+		}
+		return nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+			return NewError(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported: send application/json", ct))
+		}
+	} else {
+		return NewError(http.StatusUnsupportedMediaType, "Content-Type is missing: send application/json")
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+		}
+		return BadRequestError("could not read the request body")
+	}
+	if int64(len(data)) > limit {
+		return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if b.bodyReq {
+			*errs = append(*errs, FieldError{Field: "body", Message: "is required"})
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return BadRequestError("Malformed JSON in request body: " + jsonErrorText(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return BadRequestError("Malformed JSON in request body: unexpected data after the JSON value")
+	}
+	before := len(*errs)
+	b.body.CheckJSON(doc, "body", errs)
+	if len(*errs) > before {
+		return nil
+	}
+	target := field
+	if field.Kind() == reflect.Pointer {
+		field.Set(reflect.New(field.Type().Elem()))
+		target = field.Elem()
+	}
+	if err := json.Unmarshal(data, target.Addr().Interface()); err != nil {
+		*errs = append(*errs, FieldError{Field: "body", Message: jsonErrorText(err)})
+		return nil
+	}
+	b.body.ApplyDefaults(doc, target)
+	return nil
+}
+
+// jsonErrorText describes a decoding error without Go type names.
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %s has the wrong type", te.Field)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}

@@ -1,0 +1,512 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/mail"
+	"net/netip"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// FieldError is one violation: where (`query.limit`, `body.tags[2]`) and what.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Errors collects violations; every check appends instead of stopping, so a
+// client sees all of its mistakes at once.
+type Errors []FieldError
+
+func (e *Errors) add(path, format string, args ...any) {
+	*e = append(*e, FieldError{Field: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// ParseText coerces one text value (a query or path parameter, a tag
+// default) to the node's Go type. Lists take one element per call.
+func (n *Node) ParseText(s string) (reflect.Value, error) {
+	target := n
+	if n.kind == kindSlice {
+		target = n.elem
+	}
+	v := reflect.New(target.typ).Elem()
+	switch target.kind {
+	case kindString:
+		if target.typ.Kind() != reflect.String {
+			return v, fmt.Errorf("expected %s", target.typ)
+		}
+		v.SetString(s)
+	case kindInt:
+		i, err := strconv.ParseInt(s, 10, target.bits)
+		if err != nil {
+			return v, fmt.Errorf("expected an integer, got %q", s)
+		}
+		v.SetInt(i)
+	case kindUint:
+		u, err := strconv.ParseUint(s, 10, target.bits)
+		if err != nil {
+			return v, fmt.Errorf("expected a non-negative integer, got %q", s)
+		}
+		v.SetUint(u)
+	case kindFloat:
+		f, err := strconv.ParseFloat(s, target.bits)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return v, fmt.Errorf("expected a number, got %q", s)
+		}
+		v.SetFloat(f)
+	case kindBool:
+		switch strings.ToLower(s) {
+		case "true", "1":
+			v.SetBool(true)
+		case "false", "0":
+			v.SetBool(false)
+		default:
+			return v, fmt.Errorf("expected true or false, got %q", s)
+		}
+	case kindTime:
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return v, fmt.Errorf("expected an RFC 3339 date-time, got %q", s)
+		}
+		v.Set(reflect.ValueOf(t))
+	default:
+		return v, fmt.Errorf("%s cannot be read from text", target.typ)
+	}
+	return v, nil
+}
+
+// CheckValue validates a Go value (a coerced parameter or a handler's
+// result) against the node, appending violations under path.
+func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			if !n.nullable && v.Kind() == reflect.Pointer && n.kind != kindAny {
+				errs.add(path, "must not be null")
+			}
+			return
+		}
+		v = v.Elem()
+	}
+	switch n.kind {
+	case kindString:
+		if v.Kind() == reflect.String {
+			n.checkString(v.String(), path, errs)
+		}
+	case kindInt:
+		n.checkNumber(float64(v.Int()), path, errs)
+	case kindUint:
+		n.checkNumber(float64(v.Uint()), path, errs)
+	case kindFloat:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			errs.add(path, "must be a finite number")
+			return
+		}
+		n.checkNumber(f, path, errs)
+	case kindSlice:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			if n.minItems != nil && *n.minItems > 0 {
+				errs.add(path, "must have at least %d items", *n.minItems)
+			}
+			return
+		}
+		n.checkItems(v.Len(), path, errs)
+		for i := 0; i < v.Len(); i++ {
+			n.elem.CheckValue(v.Index(i), path+"["+strconv.Itoa(i)+"]", errs)
+		}
+	case kindMap:
+		iter := v.MapRange()
+		for iter.Next() {
+			n.elem.CheckValue(iter.Value(), joinPath(path, iter.Key().String()), errs)
+		}
+	case kindStruct:
+		for _, f := range n.fields {
+			fv, ok := fieldByIndex(v, f.Index)
+			if !ok {
+				continue
+			}
+			f.Node.CheckValue(fv, joinPath(path, f.Name), errs)
+		}
+	}
+}
+
+// fieldByIndex is v.FieldByIndex without panicking on nil embedded pointers.
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Value{}, false
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
+}
+
+// CheckJSON validates a value decoded by encoding/json with UseNumber
+// (maps, slices, json.Number, string, bool, nil) against the node.
+func (n *Node) CheckJSON(v any, path string, errs *Errors) {
+	if v == nil {
+		if !n.nullable && n.kind != kindAny {
+			errs.add(path, "must not be null")
+		}
+		return
+	}
+	switch n.kind {
+	case kindAny:
+		return
+	case kindString, kindTime:
+		s, ok := v.(string)
+		if !ok {
+			errs.add(path, "expected a string, got %s", jsonKind(v))
+			return
+		}
+		n.checkString(s, path, errs)
+	case kindBool:
+		if _, ok := v.(bool); !ok {
+			errs.add(path, "expected a boolean, got %s", jsonKind(v))
+		}
+	case kindInt, kindUint:
+		num, ok := v.(json.Number)
+		if !ok {
+			errs.add(path, "expected an integer, got %s", jsonKind(v))
+			return
+		}
+		if n.kind == kindInt {
+			i, err := strconv.ParseInt(num.String(), 10, n.bits)
+			if err != nil {
+				errs.add(path, "expected an integer that fits in %d bits, got %s", n.bits, num)
+				return
+			}
+			n.checkNumber(float64(i), path, errs)
+		} else {
+			u, err := strconv.ParseUint(num.String(), 10, n.bits)
+			if err != nil {
+				errs.add(path, "expected a non-negative integer that fits in %d bits, got %s", n.bits, num)
+				return
+			}
+			n.checkNumber(float64(u), path, errs)
+		}
+	case kindFloat:
+		num, ok := v.(json.Number)
+		if !ok {
+			errs.add(path, "expected a number, got %s", jsonKind(v))
+			return
+		}
+		f, err := num.Float64()
+		if err != nil {
+			errs.add(path, "expected a number, got %s", num)
+			return
+		}
+		n.checkNumber(f, path, errs)
+	case kindSlice:
+		list, ok := v.([]any)
+		if !ok {
+			errs.add(path, "expected an array, got %s", jsonKind(v))
+			return
+		}
+		n.checkItems(len(list), path, errs)
+		for i, item := range list {
+			n.elem.CheckJSON(item, path+"["+strconv.Itoa(i)+"]", errs)
+		}
+	case kindMap:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			errs.add(path, "expected an object, got %s", jsonKind(v))
+			return
+		}
+		for k, item := range obj {
+			n.elem.CheckJSON(item, joinPath(path, k), errs)
+		}
+	case kindStruct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			errs.add(path, "expected an object, got %s", jsonKind(v))
+			return
+		}
+		for _, f := range n.fields {
+			item, present := obj[f.Name]
+			if !present {
+				if f.Required {
+					errs.add(joinPath(path, f.Name), "is required")
+				}
+				continue
+			}
+			f.Node.CheckJSON(item, joinPath(path, f.Name), errs)
+		}
+		if len(obj) > len(n.fields) || hasUnknown(obj, n.byName) {
+			for _, k := range sortedKeys(obj) {
+				if _, known := n.byName[k]; !known {
+					errs.add(joinPath(path, k), "is not an allowed field")
+				}
+			}
+		}
+	}
+}
+
+func hasUnknown(obj map[string]any, known map[string]*Field) bool {
+	for k := range obj {
+		if _, ok := known[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyDefaults sets declared defaults on fields that the decoded JSON
+// object did not contain. v is the addressable value decoded from the same
+// document.
+func (n *Node) ApplyDefaults(doc any, v reflect.Value) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	switch n.kind {
+	case kindStruct:
+		obj, _ := doc.(map[string]any)
+		for _, f := range n.fields {
+			fv, ok := fieldByIndex(v, f.Index)
+			if !ok {
+				continue
+			}
+			item, present := obj[f.Name]
+			if !present {
+				if f.Default.IsValid() {
+					setValue(fv, f.Default)
+				}
+				continue
+			}
+			f.Node.ApplyDefaults(item, fv)
+		}
+	case kindSlice:
+		list, _ := doc.([]any)
+		for i := 0; i < len(list) && i < v.Len(); i++ {
+			n.elem.ApplyDefaults(list[i], v.Index(i))
+		}
+	}
+}
+
+// SetValue stores x (of the node's base type, or a list element) in dst,
+// allocating pointers as needed.
+func setValue(dst, x reflect.Value) {
+	for dst.Kind() == reflect.Pointer {
+		if dst.IsNil() {
+			dst.Set(reflect.New(dst.Type().Elem()))
+		}
+		dst = dst.Elem()
+	}
+	if dst.Kind() == reflect.Slice && x.Type() != dst.Type() {
+		dst.Set(reflect.Append(dst, x))
+		return
+	}
+	dst.Set(x)
+}
+
+// SetValue is setValue for the binder in the parent package.
+func SetValue(dst, x reflect.Value) { setValue(dst, x) }
+
+func (n *Node) checkString(s, path string, errs *Errors) {
+	if n.minLen != nil || n.maxLen != nil {
+		l := utf8.RuneCountInString(s)
+		if n.minLen != nil && l < *n.minLen {
+			if *n.minLen == 1 {
+				errs.add(path, "must not be empty")
+			} else {
+				errs.add(path, "must be at least %d characters long", *n.minLen)
+			}
+		}
+		if n.maxLen != nil && l > *n.maxLen {
+			errs.add(path, "must be at most %d characters long", *n.maxLen)
+		}
+	}
+	if n.pattern != nil && !n.pattern.MatchString(s) {
+		errs.add(path, "must match the pattern %s", n.pattern)
+	}
+	if len(n.enum) > 0 {
+		found := false
+		for _, e := range n.enum {
+			if es, ok := e.(string); ok && es == s {
+				found = true
+				break
+			}
+		}
+		if !found {
+			errs.add(path, "must be one of: %s", enumList(n.enum))
+		}
+	}
+	if n.format != "" {
+		if msg := checkFormat(n.format, s); msg != "" {
+			errs.add(path, "%s", msg)
+		}
+	}
+}
+
+func (n *Node) checkNumber(f float64, path string, errs *Errors) {
+	if n.min != nil && f < *n.min {
+		errs.add(path, "must be at least %s", fmtNum(*n.min))
+	}
+	if n.max != nil && f > *n.max {
+		errs.add(path, "must be at most %s", fmtNum(*n.max))
+	}
+	if n.exclMin != nil && f <= *n.exclMin {
+		errs.add(path, "must be greater than %s", fmtNum(*n.exclMin))
+	}
+	if n.exclMax != nil && f >= *n.exclMax {
+		errs.add(path, "must be less than %s", fmtNum(*n.exclMax))
+	}
+	if len(n.enum) > 0 {
+		found := false
+		for _, e := range n.enum {
+			if toFloat(e) == f {
+				found = true
+				break
+			}
+		}
+		if !found {
+			errs.add(path, "must be one of: %s", enumList(n.enum))
+		}
+	}
+}
+
+func (n *Node) checkItems(l int, path string, errs *Errors) {
+	if n.minItems != nil && l < *n.minItems {
+		errs.add(path, "must have at least %d items", *n.minItems)
+	}
+	if n.maxItems != nil && l > *n.maxItems {
+		errs.add(path, "must have at most %d items", *n.maxItems)
+	}
+}
+
+func checkFormat(format, s string) string {
+	switch format {
+	case "date-time":
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			return "must be an RFC 3339 date-time"
+		}
+	case "date":
+		if _, err := time.Parse(time.DateOnly, s); err != nil {
+			return "must be a date (YYYY-MM-DD)"
+		}
+	case "email":
+		if a, err := mail.ParseAddress(s); err != nil || a.Address != s {
+			return "must be an email address"
+		}
+	case "uri", "url":
+		if u, err := url.Parse(s); err != nil || u.Scheme == "" {
+			return "must be an absolute URI"
+		}
+	case "uuid":
+		if !isUUID(s) {
+			return "must be a UUID"
+		}
+	case "ipv4":
+		if a, err := netip.ParseAddr(s); err != nil || !a.Is4() {
+			return "must be an IPv4 address"
+		}
+	case "ipv6":
+		if a, err := netip.ParseAddr(s); err != nil || !a.Is6() {
+			return "must be an IPv6 address"
+		}
+	case "ip":
+		if _, err := netip.ParseAddr(s); err != nil {
+			return "must be an IP address"
+		}
+	}
+	return ""
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "null"
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(rv.Uint())
+	case reflect.Float32, reflect.Float64:
+		return rv.Float()
+	}
+	return math.NaN()
+}
+
+func enumList(values []any) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Small maps: insertion sort keeps this allocation-light.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}

@@ -1,0 +1,40 @@
+package apiserver
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// unmatchedRoute is the route label of requests that matched no route, so
+// scanners cannot blow up the label cardinality.
+const unmatchedRoute = "unmatched"
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	limited  *prometheus.CounterVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "HTTP requests by method, route template and status code.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Time from request to response, by method and route template.",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}, []string{"method", "route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "http_requests_in_flight",
+			Help: "Requests being served now.",
+		}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_rejections_total",
+			Help: "Requests answered 429 by the rate limiter, by route template.",
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.limited)
+	return m
+}

@@ -1,0 +1,214 @@
+package apiserver
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+const requestIDKey = "apiserver.request_id"
+
+// RequestID returns the request's id (X-Request-ID, honoured or generated).
+func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+func newLogger(production bool, level slog.Level, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if production {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// commonMiddleware runs on every request: recovery, request id, access log
+// and metrics, then CORS.
+func (s *Server[A]) commonMiddleware() []gin.HandlerFunc {
+	return []gin.HandlerFunc{s.observe, s.cors()}
+}
+
+// requestIDs: a random per-process prefix and a counter make ids unique
+// without a crypto/rand call per request.
+var (
+	idPrefix  = newIDPrefix()
+	idCounter atomic.Uint64
+)
+
+func newIDPrefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func saneRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server[A]) observe(c *gin.Context) {
+	start := time.Now()
+	id := c.GetHeader("X-Request-ID")
+	if !saneRequestID(id) {
+		id = idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36)
+	}
+	c.Set(requestIDKey, id)
+	c.Header("X-Request-ID", id)
+	s.metrics.inFlight.Inc()
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p) // the client went away; net/http handles it
+			}
+			s.log.Error("panic serving request", "request_id", id, "method", c.Request.Method,
+				"path", c.Request.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !c.Writer.Written() {
+				s.abortWithError(c, fmt.Errorf("panic: %v", p))
+			} else {
+				c.Abort()
+			}
+		}
+		s.metrics.inFlight.Dec()
+		route := c.FullPath()
+		if route == "" {
+			route = unmatchedRoute
+		}
+		status := c.Writer.Status()
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
+		s.metrics.duration.WithLabelValues(c.Request.Method, route).Observe(elapsed.Seconds())
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		if s.log.Enabled(c, level) {
+			s.log.LogAttrs(c, level, "request",
+				slog.String("request_id", id),
+				slog.String("method", c.Request.Method),
+				slog.String("route", route),
+				slog.String("path", c.Request.URL.Path),
+				slog.Int("status", status),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+				slog.String("client", s.clientIP.ResolveRequest(c.Request).String()),
+				slog.Int("bytes", c.Writer.Size()))
+		}
+	}()
+	c.Next()
+}
+
+// abortWithError writes the standard error body and stops the chain.
+func (s *Server[A]) abortWithError(c *gin.Context, err error) {
+	e := toError(err, !s.set.production)
+	if e.Status >= 500 {
+		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request.Method,
+			"path", c.Request.URL.Path, "status", e.Status, "err", err)
+	}
+	for k, vs := range e.Header {
+		for _, v := range vs {
+			c.Writer.Header().Add(k, v)
+		}
+	}
+	c.Data(e.Status, "application/json; charset=utf-8", e.encode())
+	c.Abort()
+}
+
+// WriteError answers a request with err as the standard error body, for
+// routes added to Instance() directly.
+func (s *Server[A]) WriteError(c *gin.Context, err error) { s.abortWithError(c, err) }
+
+var corsExposed = strings.Join([]string{"X-Request-ID", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "ETag", "Location"}, ", ")
+
+// cors answers preflights and sets Access-Control-* headers. With "*" no
+// credentials are allowed; with explicit origins the matching origin is
+// echoed and credentials are allowed.
+func (s *Server[A]) cors() gin.HandlerFunc {
+	wildcard := false
+	allowed := map[string]bool{}
+	for _, o := range s.set.corsOrigins {
+		if o == "*" {
+			wildcard = true
+		}
+		allowed[strings.TrimRight(o, "/")] = true
+	}
+	return func(c *gin.Context) {
+		origin := c.GetHeader("Origin")
+		if origin == "" {
+			c.Next()
+			return
+		}
+		h := c.Writer.Header()
+		h.Add("Vary", "Origin")
+		switch {
+		case wildcard:
+			h.Set("Access-Control-Allow-Origin", "*")
+		case allowed[origin]:
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Credentials", "true")
+		default:
+			// Not an allowed origin: no CORS headers, so the browser blocks
+			// the response; a preflight is refused.
+			if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+				c.AbortWithStatus(http.StatusForbidden)
+				return
+			}
+			c.Next()
+			return
+		}
+		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+			h.Add("Vary", "Access-Control-Request-Method")
+			h.Add("Vary", "Access-Control-Request-Headers")
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+			if req := c.GetHeader("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			} else {
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-ID")
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			c.AbortWithStatus(http.StatusNoContent)
+			return
+		}
+		h.Set("Access-Control-Expose-Headers", corsExposed)
+		c.Next()
+	}
+}
+
+// routeMiddleware is what an endpoint runs before binding: deadlines,
+// rate limit, then auth (so an unauthenticated caller learns nothing
+// about the schema, and cannot spend the limit check).
+func (s *Server[A]) routeMiddleware(op *Operation, route string) []gin.HandlerFunc {
+	var hs []gin.HandlerFunc
+	if op.NoTimeouts {
+		hs = append(hs, LiftTimeouts)
+	}
+	if lim := s.rateLimitMiddleware(op.RateLimit, op.Method+" "+route); lim != nil {
+		hs = append(hs, lim)
+	}
+	if op.Authenticated {
+		hs = append(hs, s.AuthenticateToken())
+	}
+	return hs
+}
+
+// LiftTimeouts clears the server's read and write deadlines for this
+// request: for WebSockets and other long-lived responses.
+func LiftTimeouts(c *gin.Context) {
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	c.Next()
+}

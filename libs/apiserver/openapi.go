@@ -1,0 +1,223 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/apistack/platform/libs/apiserver/internal/schema"
+)
+
+// openAPI builds the OpenAPI 3.1 document from the declared endpoints. It
+// is encoded once per distinct server prefix and re-encoded only when an
+// endpoint is added.
+type openAPI struct {
+	set     settings
+	schemas *schema.Registry
+
+	mu      sync.Mutex
+	ops     []opDoc
+	encoded map[string][]byte // by servers URL
+}
+
+type opDoc struct {
+	method, path  string // path in OpenAPI form: /items/{id}
+	op            map[string]any
+	authenticated bool
+}
+
+func newOpenAPI(set settings, reg *schema.Registry) *openAPI {
+	return &openAPI{set: set, schemas: reg, encoded: map[string][]byte{}}
+}
+
+func (d *openAPI) add(o opDoc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ops = append(d.ops, o)
+	d.encoded = map[string][]byte{}
+}
+
+func (d *openAPI) hasAuthenticated() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, o := range d.ops {
+		if o.authenticated {
+			return true
+		}
+	}
+	return false
+}
+
+// json returns the document with servers[0].url = serverURL.
+func (d *openAPI) json(serverURL string) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b, ok := d.encoded[serverURL]; ok {
+		return b, nil
+	}
+	b, err := json.Marshal(d.build(serverURL))
+	if err != nil {
+		return nil, err
+	}
+	if len(d.encoded) > 16 { // prefixes come from trusted proxies only; bound anyway
+		d.encoded = map[string][]byte{}
+	}
+	d.encoded[serverURL] = b
+	return b, nil
+}
+
+func (d *openAPI) build(serverURL string) map[string]any {
+	info := map[string]any{"title": d.set.title, "version": d.set.version}
+	if d.set.desc != "" {
+		info["description"] = d.set.desc
+	}
+	paths := map[string]map[string]any{}
+	for _, o := range d.ops {
+		if paths[o.path] == nil {
+			paths[o.path] = map[string]any{}
+		}
+		paths[o.path][strings.ToLower(o.method)] = o.op
+	}
+	schemas := map[string]any{
+		"ErrorResponse": errorSchema(),
+		"FieldError": map[string]any{
+			"type": "object", "required": []string{"field", "message"},
+			"properties": map[string]any{
+				"field":   map[string]any{"type": "string", "description": "Where: query.limit, params.id, body.name", "examples": []any{"query.limit"}},
+				"message": map[string]any{"type": "string", "description": "What is wrong", "examples": []any{"must be at least 1"}},
+			},
+		},
+	}
+	for name, s := range d.schemas.Definitions() {
+		schemas[name] = s
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info":    info,
+		"servers": []any{map[string]any{"url": serverURL}},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas": schemas,
+			"securitySchemes": map[string]any{
+				"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <token>"},
+			},
+		},
+	}
+	if len(d.set.tags) > 0 {
+		doc["tags"] = d.set.tags
+	}
+	return doc
+}
+
+func errorSchema() map[string]any {
+	return map[string]any{
+		"type":        "object",
+		"description": "The error body of every endpoint.",
+		"required":    []string{"statusCode", "error", "message"},
+		"properties": map[string]any{
+			"statusCode": map[string]any{"type": "integer", "examples": []any{400}},
+			"error":      map[string]any{"type": "string", "description": "HTTP status text", "examples": []any{"Bad Request"}},
+			"message":    map[string]any{"type": "string", "examples": []any{"Validation failed: query.limit must be at least 1"}},
+			"details": map[string]any{
+				"type": "array", "description": "Every validation problem, present on validation errors.",
+				"items": map[string]any{"$ref": "#/components/schemas/FieldError"},
+			},
+		},
+	}
+}
+
+var nonWord = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+func (ep *endpoint[A, In, Out]) doc() opDoc {
+	op := ep.op
+	path := colonParam.ReplaceAllString(ep.route, "{$1}")
+	id := op.OperationID
+	if id == "" {
+		id = strings.Trim(strings.ToLower(op.Method)+"-"+nonWord.ReplaceAllString(strings.ToLower(path), "-"), "-")
+	}
+	o := map[string]any{"operationId": id}
+	if op.Summary != "" {
+		o["summary"] = op.Summary
+	}
+	if op.Description != "" {
+		o["description"] = op.Description
+	}
+	if len(op.Tags) > 0 {
+		o["tags"] = op.Tags
+	}
+	if op.Deprecated {
+		o["deprecated"] = true
+	}
+	var params []any
+	for _, p := range ep.in.params {
+		s := p.node.Schema
+		pd := map[string]any{"name": p.name, "in": p.in, "schema": s}
+		if p.required {
+			pd["required"] = true
+		}
+		if s.Description != "" {
+			pd["description"] = s.Description
+		}
+		if p.list && p.in == "query" {
+			pd["explode"] = true // repeated keys: ?tag=a&tag=b
+		}
+		params = append(params, pd)
+	}
+	if len(params) > 0 {
+		o["parameters"] = params
+	}
+	if ep.in.body != nil {
+		o["requestBody"] = map[string]any{
+			"required": ep.in.bodyReq,
+			"content":  map[string]any{"application/json": map[string]any{"schema": ep.in.body.Schema}},
+		}
+	}
+	errRef := map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}}
+	responses := map[string]any{}
+	success := map[string]any{"description": http.StatusText(op.Status)}
+	if !ep.noBody {
+		content := map[string]any{"application/json": map[string]any{"schema": ep.out.Schema}}
+		for _, mt := range op.Produces {
+			content[mt] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
+		success["content"] = content
+	}
+	responses[strconv.Itoa(op.Status)] = success
+	addErr := func(status int, desc string) {
+		responses[strconv.Itoa(status)] = map[string]any{"description": desc, "content": errRef}
+	}
+	if len(ep.in.params) > 0 || ep.in.body != nil {
+		addErr(http.StatusBadRequest, "Validation failed: details lists every problem")
+	}
+	if ep.in.body != nil {
+		addErr(http.StatusRequestEntityTooLarge, "Body larger than the limit")
+		addErr(http.StatusUnsupportedMediaType, "Body is not application/json")
+	}
+	if op.Authenticated {
+		o["security"] = []any{map[string]any{"bearerAuth": []string{}}}
+		addErr(http.StatusUnauthorized, "Missing or malformed Authorization header")
+		addErr(http.StatusForbidden, "Invalid token")
+	}
+	if op.RateLimit == nil || !op.RateLimit.Disabled {
+		addErr(http.StatusTooManyRequests, "Rate limit exceeded; see Retry-After")
+	}
+	codes := make([]int, 0, len(op.Responses))
+	for code := range op.Responses {
+		codes = append(codes, code)
+	}
+	sort.Ints(codes)
+	for _, code := range codes {
+		if code < 400 {
+			responses[strconv.Itoa(code)] = map[string]any{"description": op.Responses[code]}
+			continue
+		}
+		addErr(code, op.Responses[code])
+	}
+	addErr(http.StatusInternalServerError, "Internal server error")
+	o["responses"] = responses
+	return opDoc{method: op.Method, path: path, op: o, authenticated: op.Authenticated}
+}

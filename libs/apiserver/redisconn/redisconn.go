@@ -1,0 +1,72 @@
+// Package redisconn opens a go-redis client from a REDIS_URL, so every
+// service accepts the same forms: one server, Sentinel, or Cluster.
+//
+//	redis://[user:pass@]host:6379/0           one server (rediss:// for TLS)
+//	redis+sentinel://[user:pass@]s1:26379/0?master_name=mymaster&addr=s2:26379
+//	                                          Sentinel: the host and each addr are sentinels
+//	redis+cluster://[user:pass@]n1:6379?addr=n2:6379&addr=n3:6379
+//	                                          Cluster: seed nodes (rediss+cluster:// for TLS)
+//
+// Query parameters are go-redis's (dial_timeout, read_timeout, pool_size...).
+package redisconn
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open returns a client for rawURL. It does not connect: the first command
+// does, so a service can start while Redis is still coming up.
+func Open(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+		if u.Query().Has("master_name") {
+			return sentinel(u, u.Scheme)
+		}
+		opts, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		return redis.NewClient(opts), nil
+	case "redis+sentinel", "rediss+sentinel":
+		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"))
+	case "redis+cluster", "rediss+cluster":
+		c := *u
+		c.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
+		opts, err := redis.ParseClusterURL(c.String())
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
+		}
+		return redis.NewClusterClient(opts), nil
+	}
+	return nil, fmt.Errorf("REDIS_URL: scheme %q: use redis://, rediss://, redis+sentinel:// or redis+cluster://", u.Scheme)
+}
+
+func sentinel(u *url.URL, scheme string) (redis.UniversalClient, error) {
+	c := *u
+	c.Scheme = scheme
+	if !c.Query().Has("master_name") {
+		return nil, fmt.Errorf("REDIS_URL (sentinel): master_name=... is required")
+	}
+	opts, err := redis.ParseFailoverURL(c.String())
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
+	}
+	return redis.NewFailoverClient(opts), nil
+}
+
+// Redacted is rawURL with any password hidden, for logs.
+func Redacted(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,352 @@
+// Package apiserver runs an HTTP API on gin whose endpoints are declared
+// with Go types: query, path, header and body inputs and the response are
+// schemas derived once from struct tags, used to coerce and validate every
+// request and result and to publish OpenAPI 3.1 with Swagger UI at /docs.
+// It adds bearer-token auth with a typed context, rate limiting shared
+// through Redis, CORS, Prometheus metrics, health checks and graceful
+// shutdown. It is the Go form of a Fastify + Zod library; see README.md.
+package apiserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver/clientip"
+	"github.com/apistack/platform/libs/apiserver/internal/schema"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
+)
+
+// Server is an API server whose authenticated handlers see an auth context
+// of type A (use struct{} when there is none).
+type Server[A any] struct {
+	cfg Config[A]
+	set settings
+	log *slog.Logger
+
+	engine     *gin.Engine
+	ownsEngine bool
+	routes     gin.IRoutes // where endpoints go: the engine, or a group with our middleware
+
+	registry *prometheus.Registry
+	metrics  *httpMetrics
+	schemas  *schema.Registry
+	docs     *openAPI
+
+	clientIP  *clientip.Resolver
+	redis     redis.UniversalClient
+	limiter   ratelimit.Limiter
+	tokenHash []byte
+
+	checksMu sync.Mutex
+	checks   []readinessCheck
+	ready    atomic.Bool
+
+	mu         sync.Mutex
+	started    bool
+	httpServer *http.Server
+	listener   net.Listener
+	serveErr   chan error
+	done       chan struct{}
+	closers    []func() error
+	stopOnce   sync.Once
+	stopErr    error
+}
+
+type readinessCheck struct {
+	name  string
+	check func(context.Context) error
+}
+
+// New builds a server from cfg, the environment and defaults. An invalid
+// setting is an error that names the variable.
+func New[A any](cfg Config[A]) (*Server[A], error) {
+	set, err := resolve(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	s := &Server[A]{cfg: cfg, set: set, schemas: schema.NewRegistry(), done: make(chan struct{})}
+	s.log = cfg.Logger
+	if s.log == nil {
+		s.log = newLogger(set.production, set.logLevel, os.Stderr)
+	}
+	s.clientIP = clientip.NewResolverFromSet(set.trusted)
+	if tok := firstNonEmpty(cfg.APIToken, getenvOr(cfg.Getenv)("API_TOKEN")); tok != "" {
+		h := sha256.Sum256([]byte(tok))
+		s.tokenHash = h[:]
+	}
+
+	s.registry = cfg.Registry
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s.metrics = newHTTPMetrics(s.registry)
+
+	if err := s.setupLimiter(); err != nil {
+		return nil, err
+	}
+
+	if cfg.Engine != nil {
+		s.engine = cfg.Engine
+		s.routes = s.engine.Group("/", s.commonMiddleware()...)
+	} else {
+		// gin's debug mode prints routes on stdout; our own logs say
+		// what is served, so keep gin quiet in every environment.
+		gin.SetMode(gin.ReleaseMode)
+		s.engine = gin.New()
+		s.ownsEngine = true
+		// gin believes X-Forwarded-For from everyone by default; the
+		// client address comes from our resolver instead.
+		_ = s.engine.SetTrustedProxies(nil)
+		s.engine.ForwardedByClientIP = false
+		s.engine.HandleMethodNotAllowed = true
+		s.engine.ContextWithFallback = true
+		s.engine.Use(s.commonMiddleware()...)
+		s.engine.NoRoute(func(c *gin.Context) {
+			s.abortWithError(c, NewError(http.StatusNotFound, fmt.Sprintf("Route %s %s not found", c.Request.Method, c.Request.URL.Path)))
+		})
+		s.engine.NoMethod(func(c *gin.Context) {
+			s.abortWithError(c, NewError(http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path)))
+		})
+		s.routes = s.engine
+	}
+	s.docs = newOpenAPI(s.set, s.schemas)
+	s.registerBuiltins()
+	s.ready.Store(true)
+	return s, nil
+}
+
+func getenvOr(f func(string) string) func(string) string {
+	if f == nil {
+		return os.Getenv
+	}
+	return f
+}
+
+// Instance is the underlying gin engine, to add hooks, middleware or routes.
+func (s *Server[A]) Instance() *gin.Engine { return s.engine }
+
+// Handler is the server as an http.Handler (for httptest or a custom server).
+func (s *Server[A]) Handler() http.Handler { return s.engine }
+
+// Logger is the server's structured logger.
+func (s *Server[A]) Logger() *slog.Logger { return s.log }
+
+// Registry is the Prometheus registry served at /metrics; applications add
+// their own collectors to it.
+func (s *Server[A]) Registry() *prometheus.Registry { return s.registry }
+
+// Redis is the client made from REDIS_URL, or nil when none is set.
+// Applications share it rather than opening a second pool.
+func (s *Server[A]) Redis() redis.UniversalClient { return s.redis }
+
+// Production reports whether the server runs in production mode.
+func (s *Server[A]) Production() bool { return s.set.production }
+
+// ClientIP is the caller's address resolved through TRUSTED_PROXIES.
+func (s *Server[A]) ClientIP(r *http.Request) string { return s.clientIP.ResolveRequest(r).String() }
+
+// ClientResolver resolves caller addresses through TRUSTED_PROXIES.
+func (s *Server[A]) ClientResolver() *clientip.Resolver { return s.clientIP }
+
+// CORSOrigins are the configured allowed origins ("*" or explicit ones).
+func (s *Server[A]) CORSOrigins() []string { return append([]string(nil), s.set.corsOrigins...) }
+
+// AddReadinessCheck adds a dependency check run by /readyz.
+func (s *Server[A]) AddReadinessCheck(name string, check func(context.Context) error) {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	s.checks = append(s.checks, readinessCheck{name: name, check: check})
+}
+
+// OnShutdown registers a function run when the server stops, after it
+// stops accepting requests (close WebSockets, flush queues). Functions run
+// in reverse order of registration; Redis is closed after all of them.
+func (s *Server[A]) OnShutdown(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closers = append(s.closers, f)
+}
+
+// Addr is the address the server listens on, once started.
+func (s *Server[A]) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
+
+// Start listens on the configured host and port and serves in the
+// background; it returns once the port is bound. With a caller-supplied
+// engine it only marks the server started: the caller listens.
+func (s *Server[A]) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("server is already started")
+	}
+	s.started = true
+	s.warnUnprotectedAuth()
+	if !s.ownsEngine {
+		s.log.Info("routes attached to the caller's engine", "docs", "/docs")
+		return nil
+	}
+	addr := net.JoinHostPort(s.set.host, strconv.Itoa(s.set.port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.started = false
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.listener = ln
+	s.httpServer = &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.serveErr = make(chan error, 1)
+	go func() {
+		err := s.httpServer.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.serveErr <- err
+	}()
+	host := ln.Addr().String()
+	s.log.Info("server listening", "addr", host, "docs", "http://"+host+"/docs",
+		"metrics", s.set.metrics, "rate_limit", fmt.Sprintf("%d per %s", s.set.rateMax, s.set.rateWindow),
+		"rate_limit_store", s.limiterKind(), "env", envName(s.set.production))
+	return nil
+}
+
+func envName(production bool) string {
+	if production {
+		return "production"
+	}
+	return "development"
+}
+
+// Stop stops the server: readiness turns false, the listener closes,
+// in-flight requests finish within ShutdownTimeout (or ctx), shutdown
+// hooks run, then Redis closes. A caller-supplied engine is not closed.
+// Calling Stop again returns the first result.
+func (s *Server[A]) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.ready.Store(false)
+		s.mu.Lock()
+		srv, closers := s.httpServer, s.closers
+		s.mu.Unlock()
+		var errs []error
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(ctx, s.set.shutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("drain in-flight requests: %w", err))
+				_ = srv.Close()
+			}
+			if err := <-s.serveErr; err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for i := len(closers) - 1; i >= 0; i-- {
+			if err := closers[i](); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if s.redis != nil {
+			if err := s.redis.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close redis: %w", err))
+			}
+		}
+		s.stopErr = errors.Join(errs...)
+		close(s.done)
+		s.log.Info("server stopped")
+	})
+	return s.stopErr
+}
+
+// Done is closed when Stop has finished.
+func (s *Server[A]) Done() <-chan struct{} { return s.done }
+
+// SetupGracefulShutdown stops the server on SIGINT or SIGTERM, draining
+// in-flight requests within ShutdownTimeout. The returned function undoes
+// the signal handling.
+func (s *Server[A]) SetupGracefulShutdown() (cancel func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		defer signal.Stop(sigs)
+		select {
+		case sig := <-sigs:
+			s.log.Info("shutting down", "signal", sig.String(), "deadline", s.set.shutdownTimeout)
+			if err := s.Stop(context.Background()); err != nil {
+				s.log.Error("shutdown", "err", err)
+			}
+		case <-quit:
+		case <-s.done:
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit) }) }
+}
+
+// Run starts the server, stops it on SIGINT/SIGTERM or when ctx ends, and
+// returns when it has stopped: the usual body of a service's main.
+func (s *Server[A]) Run(ctx context.Context) error {
+	if err := s.Start(); err != nil {
+		return err
+	}
+	undo := s.SetupGracefulShutdown()
+	defer undo()
+	select {
+	case <-ctx.Done():
+		return s.Stop(context.Background())
+	case err := <-s.serveFailure():
+		_ = s.Stop(context.Background())
+		return err
+	case <-s.done:
+		return s.stopErr
+	}
+}
+
+// serveFailure yields an error if Serve fails on its own (not by Stop).
+func (s *Server[A]) serveFailure() <-chan error {
+	out := make(chan error, 1)
+	if s.serveErr == nil {
+		return out
+	}
+	go func() {
+		select {
+		case err := <-s.serveErr:
+			s.serveErr <- err // let Stop read it too
+			if err != nil {
+				out <- err
+			}
+		case <-s.done:
+		}
+	}()
+	return out
+}
