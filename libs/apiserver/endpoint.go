@@ -115,6 +115,7 @@ type param struct {
 	name     string
 	in       string // path, query, header
 	prefix   string // for error fields: params., query., headers.
+	fullName string // prefix + name
 	index    []int
 	node     *schema.Node
 	required bool
@@ -232,6 +233,7 @@ func newBinder(reg *schema.Registry, t reflect.Type, method, route string) (*bin
 			return nil, fmt.Errorf("%s parameter %s: objects cannot be read from text", p.in, p.name)
 		}
 		p.list = ft.Kind() == reflect.Slice
+		p.fullName = p.prefix + p.name
 		p.node, p.index = node, f.Index
 		if req, ok := f.Tag.Lookup("required"); ok && p.in != "path" {
 			p.required = req == "true"
@@ -326,7 +328,7 @@ func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 			raw = c.Request.Header.Values(p.name)
 		}
 		field := v.FieldByIndex(p.index)
-		name := p.prefix + p.name
+		name := p.fullName
 		if len(raw) == 0 {
 			switch {
 			case p.required:
@@ -342,13 +344,11 @@ func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 		}
 		ok := true
 		for _, text := range raw {
-			x, err := p.node.ParseText(text)
-			if err != nil {
+			if err := p.node.SetText(field, text); err != nil {
 				errs = append(errs, FieldError{Field: name, Message: err.Error()})
 				ok = false
 				break
 			}
-			schema.SetValue(field, x)
 		}
 		if ok {
 			p.node.CheckValue(field, name, &errs)

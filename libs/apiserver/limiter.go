@@ -88,9 +88,10 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 			return
 		}
 		h := c.Writer.Header()
-		h.Set("RateLimit-Limit", limitHeader)
-		h.Set("RateLimit-Remaining", strconv.Itoa(max(res.Remaining, 0)))
-		h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(res.ResetAfter)))
+		// Canonical keys set directly: this runs on every limited request.
+		h["Ratelimit-Limit"] = []string{limitHeader}
+		h["Ratelimit-Remaining"] = []string{strconv.Itoa(max(res.Remaining, 0))}
+		h["Ratelimit-Reset"] = []string{strconv.Itoa(ceilSeconds(res.ResetAfter))}
 		if !res.Allowed {
 			retry := ceilSeconds(res.RetryAfter)
 			s.metrics.limited.WithLabelValues(c.FullPath()).Inc()

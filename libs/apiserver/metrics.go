@@ -1,6 +1,10 @@
 package apiserver
 
 import (
+	"net/http"
+	"strconv"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,6 +17,46 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	limited  *prometheus.CounterVec
+
+	// children caches the series of each (method, route, code): label
+	// lookups would otherwise hash three strings per request.
+	children sync.Map // seriesKey -> *series
+}
+
+type seriesKey struct {
+	method, route string
+	code          int
+}
+
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observe records one finished request.
+func (m *httpMetrics) observe(method, route string, code int, seconds float64) {
+	method = metricMethod(method)
+	k := seriesKey{method, route, code}
+	v, ok := m.children.Load(k)
+	if !ok {
+		v, _ = m.children.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(method, route, strconv.Itoa(code)),
+			duration: m.duration.WithLabelValues(method, route),
+		})
+	}
+	s := v.(*series)
+	s.requests.Inc()
+	s.duration.Observe(seconds)
+}
+
+// metricMethod keeps the method label bounded: clients can send any token.
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {

@@ -68,7 +68,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 		id = idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36)
 	}
 	c.Set(requestIDKey, id)
-	c.Header("X-Request-ID", id)
+	c.Writer.Header()["X-Request-Id"] = []string{id} // canonical key: no re-canonicalising per request
 	s.metrics.inFlight.Inc()
 	defer func() {
 		if p := recover(); p != nil {
@@ -90,8 +90,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 		}
 		status := c.Writer.Status()
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(status)).Inc()
-		s.metrics.duration.WithLabelValues(c.Request.Method, route).Observe(elapsed.Seconds())
+		s.metrics.observe(c.Request.Method, route, status, elapsed.Seconds())
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelError

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -27,6 +28,50 @@ type Errors []FieldError
 func (e *Errors) add(path, format string, args ...any) {
 	*e = append(*e, FieldError{Field: path, Message: fmt.Sprintf(format, args...)})
 }
+
+// walker carries the current location as segments and renders it only
+// when a violation is found: building "body.items[3].name" for every value
+// that is fine would dominate the cost of checking a large response.
+type walker struct {
+	errs *Errors
+	segs []seg
+}
+
+type seg struct {
+	name  string
+	index int // used when name == ""
+}
+
+func newWalker(root string, errs *Errors) *walker {
+	w := &walker{errs: errs, segs: make([]seg, 0, 8)}
+	if root != "" {
+		w.segs = append(w.segs, seg{name: root})
+	}
+	return w
+}
+
+func (w *walker) push(name string) { w.segs = append(w.segs, seg{name: name}) }
+func (w *walker) pushIndex(i int)  { w.segs = append(w.segs, seg{index: i}) }
+func (w *walker) pop()             { w.segs = w.segs[:len(w.segs)-1] }
+
+func (w *walker) path() string {
+	var b strings.Builder
+	for i, s := range w.segs {
+		if s.name == "" {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.name)
+	}
+	return b.String()
+}
+
+func (w *walker) add(format string, args ...any) { w.errs.add(w.path(), format, args...) }
 
 // ParseText coerces one text value (a query or path parameter, a tag
 // default) to the node's Go type. Lists take one element per call.
@@ -81,13 +126,67 @@ func (n *Node) ParseText(s string) (reflect.Value, error) {
 	return v, nil
 }
 
+// SetText parses s and stores it in dst (appending for lists) without an
+// intermediate allocation for the common scalar kinds: this is the per
+// request path of query and path parameters.
+func (n *Node) SetText(dst reflect.Value, s string) error {
+	if n.kind == kindSlice || dst.Kind() == reflect.Pointer {
+		v, err := n.ParseText(s)
+		if err != nil {
+			return err
+		}
+		setValue(dst, v)
+		return nil
+	}
+	switch n.kind {
+	case kindString:
+		if dst.Kind() == reflect.String {
+			dst.SetString(s)
+			return nil
+		}
+	case kindInt:
+		i, err := strconv.ParseInt(s, 10, n.bits)
+		if err != nil {
+			return fmt.Errorf("expected an integer, got %q", s)
+		}
+		dst.SetInt(i)
+		return nil
+	case kindUint:
+		u, err := strconv.ParseUint(s, 10, n.bits)
+		if err != nil {
+			return fmt.Errorf("expected a non-negative integer, got %q", s)
+		}
+		dst.SetUint(u)
+		return nil
+	}
+	v, err := n.ParseText(s)
+	if err != nil {
+		return err
+	}
+	setValue(dst, v)
+	return nil
+}
+
 // CheckValue validates a Go value (a coerced parameter or a handler's
 // result) against the node, appending violations under path.
 func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) {
+	if n.trivial() {
+		return
+	}
+	w := walkers.Get().(*walker)
+	w.errs, w.segs = errs, append(w.segs[:0], seg{name: path})
+	n.checkValue(v, w)
+	w.errs = nil
+	walkers.Put(w)
+}
+
+var walkers = sync.Pool{New: func() any { return &walker{segs: make([]seg, 0, 8)} }}
+
+func (n *Node) checkValue(v reflect.Value, w *walker) {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		if v.IsNil() {
 			if !n.nullable && v.Kind() == reflect.Pointer && n.kind != kindAny {
-				errs.add(path, "must not be null")
+				w.add("must not be null")
 			}
 			return
 		}
@@ -96,44 +195,71 @@ func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) {
 	switch n.kind {
 	case kindString:
 		if v.Kind() == reflect.String {
-			n.checkString(v.String(), path, errs)
+			n.checkString(v.String(), w)
 		}
 	case kindInt:
-		n.checkNumber(float64(v.Int()), path, errs)
+		n.checkNumber(float64(v.Int()), w)
 	case kindUint:
-		n.checkNumber(float64(v.Uint()), path, errs)
+		n.checkNumber(float64(v.Uint()), w)
 	case kindFloat:
 		f := v.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			errs.add(path, "must be a finite number")
+			w.add("must be a finite number")
 			return
 		}
-		n.checkNumber(f, path, errs)
+		n.checkNumber(f, w)
 	case kindSlice:
 		if v.Kind() == reflect.Slice && v.IsNil() {
 			if n.minItems != nil && *n.minItems > 0 {
-				errs.add(path, "must have at least %d items", *n.minItems)
+				w.add("must have at least %d items", *n.minItems)
 			}
 			return
 		}
-		n.checkItems(v.Len(), path, errs)
+		n.checkItems(v.Len(), w)
+		if n.elem.trivial() {
+			return
+		}
 		for i := 0; i < v.Len(); i++ {
-			n.elem.CheckValue(v.Index(i), path+"["+strconv.Itoa(i)+"]", errs)
+			w.pushIndex(i)
+			n.elem.checkValue(v.Index(i), w)
+			w.pop()
 		}
 	case kindMap:
+		if n.elem.trivial() {
+			return
+		}
 		iter := v.MapRange()
 		for iter.Next() {
-			n.elem.CheckValue(iter.Value(), joinPath(path, iter.Key().String()), errs)
+			w.push(iter.Key().String())
+			n.elem.checkValue(iter.Value(), w)
+			w.pop()
 		}
 	case kindStruct:
 		for _, f := range n.fields {
+			if f.Node.trivial() {
+				continue
+			}
 			fv, ok := fieldByIndex(v, f.Index)
 			if !ok {
 				continue
 			}
-			f.Node.CheckValue(fv, joinPath(path, f.Name), errs)
+			w.push(f.Name)
+			f.Node.checkValue(fv, w)
+			w.pop()
 		}
 	}
+}
+
+// trivial reports a scalar node that no Go value can violate, so walks
+// skip it.
+func (n *Node) trivial() bool {
+	switch n.kind {
+	case kindString, kindInt, kindUint, kindBool, kindTime, kindAny:
+		return n.min == nil && n.max == nil && n.exclMin == nil && n.exclMax == nil &&
+			n.minLen == nil && n.maxLen == nil && n.pattern == nil && len(n.enum) == 0 &&
+			(n.format == "" || n.kind == kindTime)
+	}
+	return false
 }
 
 // fieldByIndex is v.FieldByIndex without panicking on nil embedded pointers.
@@ -153,9 +279,13 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 // CheckJSON validates a value decoded by encoding/json with UseNumber
 // (maps, slices, json.Number, string, bool, nil) against the node.
 func (n *Node) CheckJSON(v any, path string, errs *Errors) {
+	n.checkJSON(v, newWalker(path, errs))
+}
+
+func (n *Node) checkJSON(v any, w *walker) {
 	if v == nil {
 		if !n.nullable && n.kind != kindAny {
-			errs.add(path, "must not be null")
+			w.add("must not be null")
 		}
 		return
 	}
@@ -165,86 +295,94 @@ func (n *Node) CheckJSON(v any, path string, errs *Errors) {
 	case kindString, kindTime:
 		s, ok := v.(string)
 		if !ok {
-			errs.add(path, "expected a string, got %s", jsonKind(v))
+			w.add("expected a string, got %s", jsonKind(v))
 			return
 		}
-		n.checkString(s, path, errs)
+		n.checkString(s, w)
 	case kindBool:
 		if _, ok := v.(bool); !ok {
-			errs.add(path, "expected a boolean, got %s", jsonKind(v))
+			w.add("expected a boolean, got %s", jsonKind(v))
 		}
 	case kindInt, kindUint:
 		num, ok := v.(json.Number)
 		if !ok {
-			errs.add(path, "expected an integer, got %s", jsonKind(v))
+			w.add("expected an integer, got %s", jsonKind(v))
 			return
 		}
 		if n.kind == kindInt {
 			i, err := strconv.ParseInt(num.String(), 10, n.bits)
 			if err != nil {
-				errs.add(path, "expected an integer that fits in %d bits, got %s", n.bits, num)
+				w.add("expected an integer that fits in %d bits, got %s", n.bits, num)
 				return
 			}
-			n.checkNumber(float64(i), path, errs)
+			n.checkNumber(float64(i), w)
 		} else {
 			u, err := strconv.ParseUint(num.String(), 10, n.bits)
 			if err != nil {
-				errs.add(path, "expected a non-negative integer that fits in %d bits, got %s", n.bits, num)
+				w.add("expected a non-negative integer that fits in %d bits, got %s", n.bits, num)
 				return
 			}
-			n.checkNumber(float64(u), path, errs)
+			n.checkNumber(float64(u), w)
 		}
 	case kindFloat:
 		num, ok := v.(json.Number)
 		if !ok {
-			errs.add(path, "expected a number, got %s", jsonKind(v))
+			w.add("expected a number, got %s", jsonKind(v))
 			return
 		}
 		f, err := num.Float64()
 		if err != nil {
-			errs.add(path, "expected a number, got %s", num)
+			w.add("expected a number, got %s", num)
 			return
 		}
-		n.checkNumber(f, path, errs)
+		n.checkNumber(f, w)
 	case kindSlice:
 		list, ok := v.([]any)
 		if !ok {
-			errs.add(path, "expected an array, got %s", jsonKind(v))
+			w.add("expected an array, got %s", jsonKind(v))
 			return
 		}
-		n.checkItems(len(list), path, errs)
+		n.checkItems(len(list), w)
 		for i, item := range list {
-			n.elem.CheckJSON(item, path+"["+strconv.Itoa(i)+"]", errs)
+			w.pushIndex(i)
+			n.elem.checkJSON(item, w)
+			w.pop()
 		}
 	case kindMap:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			errs.add(path, "expected an object, got %s", jsonKind(v))
+			w.add("expected an object, got %s", jsonKind(v))
 			return
 		}
 		for k, item := range obj {
-			n.elem.CheckJSON(item, joinPath(path, k), errs)
+			w.push(k)
+			n.elem.checkJSON(item, w)
+			w.pop()
 		}
 	case kindStruct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			errs.add(path, "expected an object, got %s", jsonKind(v))
+			w.add("expected an object, got %s", jsonKind(v))
 			return
 		}
 		for _, f := range n.fields {
 			item, present := obj[f.Name]
+			w.push(f.Name)
 			if !present {
 				if f.Required {
-					errs.add(joinPath(path, f.Name), "is required")
+					w.add("is required")
 				}
-				continue
+			} else {
+				f.Node.checkJSON(item, w)
 			}
-			f.Node.CheckJSON(item, joinPath(path, f.Name), errs)
+			w.pop()
 		}
-		if len(obj) > len(n.fields) || hasUnknown(obj, n.byName) {
+		if hasUnknown(obj, n.byName) {
 			for _, k := range sortedKeys(obj) {
 				if _, known := n.byName[k]; !known {
-					errs.add(joinPath(path, k), "is not an allowed field")
+					w.push(k)
+					w.add("is not an allowed field")
+					w.pop()
 				}
 			}
 		}
@@ -314,22 +452,22 @@ func setValue(dst, x reflect.Value) {
 // SetValue is setValue for the binder in the parent package.
 func SetValue(dst, x reflect.Value) { setValue(dst, x) }
 
-func (n *Node) checkString(s, path string, errs *Errors) {
+func (n *Node) checkString(s string, w *walker) {
 	if n.minLen != nil || n.maxLen != nil {
 		l := utf8.RuneCountInString(s)
 		if n.minLen != nil && l < *n.minLen {
 			if *n.minLen == 1 {
-				errs.add(path, "must not be empty")
+				w.add("must not be empty")
 			} else {
-				errs.add(path, "must be at least %d characters long", *n.minLen)
+				w.add("must be at least %d characters long", *n.minLen)
 			}
 		}
 		if n.maxLen != nil && l > *n.maxLen {
-			errs.add(path, "must be at most %d characters long", *n.maxLen)
+			w.add("must be at most %d characters long", *n.maxLen)
 		}
 	}
 	if n.pattern != nil && !n.pattern.MatchString(s) {
-		errs.add(path, "must match the pattern %s", n.pattern)
+		w.add("must match the pattern %s", n.pattern)
 	}
 	if len(n.enum) > 0 {
 		found := false
@@ -340,28 +478,28 @@ func (n *Node) checkString(s, path string, errs *Errors) {
 			}
 		}
 		if !found {
-			errs.add(path, "must be one of: %s", enumList(n.enum))
+			w.add("must be one of: %s", enumList(n.enum))
 		}
 	}
 	if n.format != "" {
 		if msg := checkFormat(n.format, s); msg != "" {
-			errs.add(path, "%s", msg)
+			w.add("%s", msg)
 		}
 	}
 }
 
-func (n *Node) checkNumber(f float64, path string, errs *Errors) {
+func (n *Node) checkNumber(f float64, w *walker) {
 	if n.min != nil && f < *n.min {
-		errs.add(path, "must be at least %s", fmtNum(*n.min))
+		w.add("must be at least %s", fmtNum(*n.min))
 	}
 	if n.max != nil && f > *n.max {
-		errs.add(path, "must be at most %s", fmtNum(*n.max))
+		w.add("must be at most %s", fmtNum(*n.max))
 	}
 	if n.exclMin != nil && f <= *n.exclMin {
-		errs.add(path, "must be greater than %s", fmtNum(*n.exclMin))
+		w.add("must be greater than %s", fmtNum(*n.exclMin))
 	}
 	if n.exclMax != nil && f >= *n.exclMax {
-		errs.add(path, "must be less than %s", fmtNum(*n.exclMax))
+		w.add("must be less than %s", fmtNum(*n.exclMax))
 	}
 	if len(n.enum) > 0 {
 		found := false
@@ -372,17 +510,17 @@ func (n *Node) checkNumber(f float64, path string, errs *Errors) {
 			}
 		}
 		if !found {
-			errs.add(path, "must be one of: %s", enumList(n.enum))
+			w.add("must be one of: %s", enumList(n.enum))
 		}
 	}
 }
 
-func (n *Node) checkItems(l int, path string, errs *Errors) {
+func (n *Node) checkItems(l int, w *walker) {
 	if n.minItems != nil && l < *n.minItems {
-		errs.add(path, "must have at least %d items", *n.minItems)
+		w.add("must have at least %d items", *n.minItems)
 	}
 	if n.maxItems != nil && l > *n.maxItems {
-		errs.add(path, "must have at most %d items", *n.maxItems)
+		w.add("must have at most %d items", *n.maxItems)
 	}
 }
 

@@ -1,0 +1,132 @@
+package apiserver_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/libs/apiserver"
+)
+
+type benchItem struct {
+	ID    string  `json:"id"`
+	Name  string  `json:"name" minLength:"1" maxLength:"100"`
+	Price float64 `json:"price" minimum:"0"`
+}
+
+type benchList struct {
+	Items []benchItem `json:"items"`
+	Total int         `json:"total" minimum:"0"`
+}
+
+type benchIn struct {
+	Limit  int `query:"limit" minimum:"1" maximum:"100" default:"10"`
+	Offset int `query:"offset" minimum:"0" default:"0"`
+}
+
+var benchItems = func() []benchItem {
+	items := make([]benchItem, 100)
+	for i := range items {
+		items[i] = benchItem{ID: strconv.Itoa(i + 1), Name: "Item " + strconv.Itoa(i+1), Price: float64(i) * 1.25}
+	}
+	return items
+}()
+
+func page(limit, offset int) benchList {
+	end := min(offset+limit, len(benchItems))
+	if offset > end {
+		offset = end
+	}
+	return benchList{Items: benchItems[offset:end], Total: len(benchItems)}
+}
+
+// librarySrv is GET /items declared through the library. logLevel "info"
+// writes an access line per request (to io.Discard); "warn" does not.
+func librarySrv(b *testing.B, logLevel string, metrics bool, limit *apiserver.RateLimit) http.Handler {
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv:         func(string) string { return "" },
+		Env:            "production",
+		RateLimitMax:   1 << 30,
+		MetricsEnabled: &metrics,
+		Logger:         slog.New(slog.NewJSONHandler(discard{}, &slog.HandlerOptions{Level: level(logLevel)})),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items", RateLimit: limit},
+		func(c *apiserver.Context[struct{}], in *benchIn) (benchList, error) { return page(in.Limit, in.Offset), nil })
+	return s.Handler()
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func level(s string) slog.Level {
+	if s == "info" {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+// plainGin is the same endpoint written by hand on gin: parse, check
+// bounds, answer 400 with a message, encode with c.JSON.
+func plainGin() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/items", func(c *gin.Context) {
+		limit, offset := 10, 0
+		if v, ok := c.GetQuery("limit"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				c.JSON(http.StatusBadRequest, gin.H{"statusCode": 400, "error": "Bad Request", "message": "limit must be an integer from 1 to 100"})
+				return
+			}
+			limit = n
+		}
+		if v, ok := c.GetQuery("offset"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				c.JSON(http.StatusBadRequest, gin.H{"statusCode": 400, "error": "Bad Request", "message": "offset must be a non-negative integer"})
+				return
+			}
+			offset = n
+		}
+		c.JSON(http.StatusOK, page(limit, offset))
+	})
+	return r
+}
+
+// BenchmarkItems compares GET /items?limit=10&offset=0 through the library
+// with the hand-written gin handler, in one run (docs/benchmarks.md).
+func BenchmarkItems(b *testing.B) {
+	cases := []struct {
+		name string
+		h    http.Handler
+	}{
+		{"plain-gin", plainGin()},
+		{"library-bare", librarySrv(b, "warn", false, apiserver.NoRateLimit)},
+		{"library", librarySrv(b, "warn", true, nil)},
+		{"library-accesslog", librarySrv(b, "info", true, nil)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req := httptest.NewRequest("GET", "/items?limit=10&offset=0", nil)
+				req.RemoteAddr = "192.0.2.1:1234"
+				for pb.Next() {
+					rec := httptest.NewRecorder()
+					c.h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/browsertest"
+)
+
+func newTestServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv, _, err := NewServer(apiserver.Config[struct{}]{
+		APIToken: "example-token-0123456789",
+		Getenv:   func(string) string { return "" },
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func do(t *testing.T, method, url, body string, authed bool) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if authed {
+		req.Header.Set("Authorization", "Bearer example-token-0123456789")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(b)
+}
+
+func TestItemsLifecycle(t *testing.T) {
+	ts := newTestServer(t)
+	steps := []struct {
+		method, path, body string
+		authed             bool
+		status             int
+		contains           string
+	}{
+		{"GET", "/items", "", false, 200, `{"items":[],"total":0}`},
+		{"POST", "/items", `{"name":"Widget","price":2.5}`, false, 401, "Missing authorization header"},
+		{"POST", "/items", `{"name":""}`, true, 400, `"field":"body.name"`},
+		{"POST", "/items", `{"name":"Widget","price":2.5}`, true, 201, `"name":"Widget"`},
+		{"POST", "/items", `{"name":"Gadget"}`, true, 201, `"id":"2"`},
+		{"GET", "/items?limit=1&offset=1", "", false, 200, `"total":2`},
+		{"GET", "/items?limit=1000", "", false, 400, "query.limit"},
+		{"GET", "/items/1", "", false, 200, `"price":2.5`},
+		{"PUT", "/items/1", `{"name":"Widget 2"}`, true, 200, `"name":"Widget 2"`},
+		{"DELETE", "/items/1", "", true, 204, ""},
+		{"GET", "/items/1", "", false, 404, "Item 1 not found"},
+		{"GET", "/items/abc", "", false, 400, "params.id"},
+	}
+	for _, s := range steps {
+		res, body := do(t, s.method, ts.URL+s.path, s.body, s.authed)
+		if res.StatusCode != s.status || !strings.Contains(body, s.contains) {
+			t.Fatalf("%s %s: %d %s; want %d containing %q", s.method, s.path, res.StatusCode, body, s.status, s.contains)
+		}
+	}
+}
+
+// TestDocsRenderInBrowser loads /docs in headless Chromium and checks that
+// Swagger UI rendered the example's operations from /openapi.json.
+func TestDocsRenderInBrowser(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := browsertest.New(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/docs"),
+		chromedp.WaitVisible(chromedp.CSS(`.opblock-summary-path`)),
+	); err != nil {
+		t.Fatalf("render /docs: %v", err)
+	}
+	paths, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.opblock-summary-path')).map(e => e.innerText.replace(/\u200b/g, ''))`))
+	if err != nil {
+		t.Fatalf("read operations: %v", err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.info .title`)))
+	if err != nil {
+		t.Fatalf("read title: %v", err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	got := strings.Join(paths, " ")
+	for _, want := range []string{"/items", "/items/{id}"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rendered operations %v lack %s", paths, want)
+		}
+	}
+	if len(paths) != 5 {
+		t.Errorf("rendered %d operations, want 5: %v", len(paths), paths)
+	}
+	if !strings.Contains(title, "Items example") {
+		t.Errorf("title = %q", title)
+	}
+	if dir := os.Getenv("TEST_ARTIFACTS"); dir != "" {
+		_ = os.MkdirAll(dir, 0o755)
+		_ = os.WriteFile(filepath.Join(dir, "items-docs.png"), shot, 0o644)
+	}
+}
