@@ -58,7 +58,9 @@ func librarySrv(b *testing.B, logLevel string, metrics bool, limit *apiserver.Ra
 		b.Fatal(err)
 	}
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items", RateLimit: limit},
-		func(c *apiserver.Context[struct{}], in *benchIn) (benchList, error) { return page(in.Limit, in.Offset), nil })
+		func(c *apiserver.Context[struct{}], in *benchIn) (benchList, error) {
+			return page(in.Limit, in.Offset), nil
+		})
 	return s.Handler()
 }
 

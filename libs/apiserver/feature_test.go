@@ -328,7 +328,7 @@ func TestFeatures(t *testing.T) {
 		{name: "readyz answers when checks pass", req: request{method: "GET", path: "/readyz"}, status: 200, body: []string{`"ready"`}},
 		{name: "metrics are served with route templates", before: []request{{method: "GET", path: "/items/5"}, {method: "GET", path: "/random-scan"}},
 			req: request{method: "GET", path: "/metrics"}, status: 200,
-			body: []string{`http_requests_total{code="200",method="GET",route="/items/:id"} 1`, `route="unmatched"`, "go_goroutines", "process_", "http_request_duration_seconds_bucket", "http_requests_in_flight"},
+			body:    []string{`http_requests_total{code="200",method="GET",route="/items/:id"} 1`, `route="unmatched"`, "go_goroutines", "process_", "http_request_duration_seconds_bucket", "http_requests_in_flight"},
 			notBody: []string{"random-scan"}},
 		{name: "METRICS_ENABLED=false removes /metrics", env: map[string]string{"METRICS_ENABLED": "false"}, req: request{method: "GET", path: "/metrics"}, status: 404},
 		{name: "openapi.json is served", req: request{method: "GET", path: "/openapi.json"}, status: 200, body: []string{`"openapi":"3.1.0"`, `"title":"Fixture"`, `"servers":[{"url":"/"}]`}},

@@ -150,7 +150,9 @@ func TestCallerSuppliedEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items"},
-		func(c *apiserver.Context[struct{}], in *listIn) (listOut, error) { return listOut{Limit: in.Limit}, nil })
+		func(c *apiserver.Context[struct{}], in *listIn) (listOut, error) {
+			return listOut{Limit: in.Limit}, nil
+		})
 	if s.Instance() != engine {
 		t.Fatal("Instance is not the caller's engine")
 	}

@@ -150,3 +150,12 @@ func (g *Guard) Collect(ch chan<- prometheus.Metric) { g.errors.Collect(ch) }
 
 // Backend is the wrapped limiter.
 func (g *Guard) Backend() Limiter { return g.backend }
+
+// Ping forwards to the backend's Ping when it has one (Redis), for a
+// readiness check; a backend without one (Memory) is always ready.
+func (g *Guard) Ping(ctx context.Context) error {
+	if p, ok := g.backend.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}

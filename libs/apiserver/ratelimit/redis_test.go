@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -60,7 +59,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 	}
 }
 
-func near(a, b time.Duration) bool { return (a-b).Abs() <= time.Millisecond }
+func near(a, b time.Duration) bool { return (a - b).Abs() <= time.Millisecond }
 
 func TestRedisKeyPrefix(t *testing.T) {
 	clock := newFakeClock()
@@ -154,7 +153,7 @@ func TestRedisHungServerTimesOut(t *testing.T) {
 	for _, pipeline := range []bool{false, true} {
 		client := redis.NewClient(&redis.Options{
 			Addr: ln.Addr().String(), ContextTimeoutEnabled: true,
-			ReadTimeout: time.Minute, WriteTimeout: time.Minute, MaxRetries: -1,
+			ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxRetries: -1,
 		})
 		r, err := NewRedis(client, RedisConfig{Timeout: 50 * time.Millisecond, AutoPipeline: pipeline})
 		if err != nil {
@@ -163,15 +162,17 @@ func TestRedisHungServerTimesOut(t *testing.T) {
 		start := time.Now()
 		_, err = r.Allow(context.Background(), "k", Limit{Max: 1, Window: time.Second})
 		elapsed := time.Since(start)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("autopipeline=%v: error = %v, want a deadline error", pipeline, err)
+		if err == nil {
+			t.Errorf("autopipeline=%v: no error from a hung Redis", pipeline)
 		}
-		// Generous bound for a loaded machine; without the timeout it
-		// would be a minute.
-		if elapsed > 10*time.Second {
+		// Generous bound for a loaded machine, yet below the client's own
+		// 5 s read timeout, which would apply without the limiter's.
+		if elapsed > 4*time.Second {
 			t.Errorf("autopipeline=%v: Allow took %v against a hung Redis", pipeline, elapsed)
 		}
-		_ = client.Close()
+		// Close waits for the abandoned call to hit the client's read
+		// timeout; the test need not.
+		go client.Close()
 	}
 }
 
