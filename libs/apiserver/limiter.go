@@ -15,6 +15,10 @@ import (
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 )
 
+// setupLimiter picks the counter store. With REDIS_URL there are two
+// clients: the one applications share (Redis()), and a fail-fast one for
+// the limiter whose every call is bounded by ratelimit.DefaultRedisTimeout,
+// so a hung Redis adds at most that to a request.
 func (s *Server[A]) setupLimiter() error {
 	if s.set.redisURL == "" {
 		s.limiter = ratelimit.NewMemory(ratelimit.MemoryConfig{})
@@ -24,13 +28,23 @@ func (s *Server[A]) setupLimiter() error {
 	if err != nil {
 		return err
 	}
-	s.redis = client
-	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{})
+	fast, err := redisconn.OpenWith(s.set.redisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
 	if err != nil {
 		_ = client.Close()
+		return err
+	}
+	rl, err := ratelimit.NewRedis(fast, ratelimit.RedisConfig{KeyPrefix: "apiserver:"})
+	if err != nil {
+		_ = client.Close()
+		_ = fast.Close()
 		return fmt.Errorf("rate limiter: %w", err)
 	}
-	s.limiter = rl
+	guard := ratelimit.NewGuard(rl, ratelimit.GuardConfig{FailClosed: s.set.failClosed, Logger: s.log})
+	if err := s.registry.Register(guard); err != nil {
+		return fmt.Errorf("register rate limiter metrics: %w", err)
+	}
+	s.redis, s.limiter = client, guard
+	s.OnShutdown(fast.Close)
 	s.AddReadinessCheck("redis", func(ctx context.Context) error { return client.Ping(ctx).Err() })
 	return nil
 }
@@ -79,12 +93,14 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		}
 		res, err := s.limiter.Allow(c.Request.Context(), prefix+client.String(), limit)
 		if err != nil {
-			if s.set.failClosed {
-				s.abortWithError(c, &Error{Status: http.StatusServiceUnavailable, Message: "Rate limiter unavailable, try again later", Cause: err,
-					Header: http.Header{"Retry-After": {"1"}}})
+			// The Guard has counted and logged the backend failure and
+			// applied the policy: Allowed means fail open.
+			if res.Allowed {
+				c.Next()
 				return
 			}
-			c.Next() // fail open: the error is counted and logged by the limiter
+			s.abortWithError(c, &Error{Status: http.StatusServiceUnavailable, Message: "Rate limiter unavailable, try again later", Cause: err,
+				Header: http.Header{"Retry-After": {strconv.Itoa(max(ceilSeconds(res.RetryAfter), 1))}}})
 			return
 		}
 		h := c.Writer.Header()

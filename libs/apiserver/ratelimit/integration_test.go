@@ -40,8 +40,8 @@ func TestIntegrationReplicasShareOneLimit(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			// Two limiters with two connection pools: two replicas.
-			a := newReplica(t, srv.URL(), RedisConfig{AutoPipeline: pipeline}, GuardConfig{})
-			b := newReplica(t, srv.URL(), RedisConfig{AutoPipeline: pipeline}, GuardConfig{})
+			a := newReplica(t, srv.URL(), RedisConfig{DisableAutoPipeline: !pipeline}, GuardConfig{})
+			b := newReplica(t, srv.URL(), RedisConfig{DisableAutoPipeline: !pipeline}, GuardConfig{})
 			ctx, l := context.Background(), Limit{Max: 5, Window: time.Hour}
 			key := "global:203.0.113.7:" + name
 			allowed := 0
@@ -71,9 +71,14 @@ func TestIntegrationReplicasShareOneLimit(t *testing.T) {
 }
 
 func TestIntegrationRedisOutage(t *testing.T) {
+	t.Run("autopipeline", func(t *testing.T) { testRedisOutage(t, RedisConfig{}) })
+	t.Run("plain", func(t *testing.T) { testRedisOutage(t, RedisConfig{DisableAutoPipeline: true}) })
+}
+
+func testRedisOutage(t *testing.T, cfg RedisConfig) {
 	srv := redistest.Start(t)
-	open := newReplica(t, srv.URL(), RedisConfig{}, GuardConfig{})
-	closed := newReplica(t, srv.URL(), RedisConfig{}, GuardConfig{FailClosed: true})
+	open := newReplica(t, srv.URL(), cfg, GuardConfig{})
+	closed := newReplica(t, srv.URL(), cfg, GuardConfig{FailClosed: true})
 	ctx, l := context.Background(), Limit{Max: 5, Window: time.Hour}
 
 	// Healthy: both limit.

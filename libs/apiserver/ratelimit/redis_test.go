@@ -155,7 +155,7 @@ func TestRedisHungServerTimesOut(t *testing.T) {
 			Addr: ln.Addr().String(), ContextTimeoutEnabled: true,
 			ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, MaxRetries: -1,
 		})
-		r, err := NewRedis(client, RedisConfig{Timeout: 50 * time.Millisecond, AutoPipeline: pipeline})
+		r, err := NewRedis(client, RedisConfig{Timeout: 50 * time.Millisecond, DisableAutoPipeline: !pipeline})
 		if err != nil {
 			t.Fatal(err)
 		}

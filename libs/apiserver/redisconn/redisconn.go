@@ -14,13 +14,34 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Open returns a client for rawURL. It does not connect: the first command
-// does, so a service can start while Redis is still coming up.
-func Open(rawURL string) (redis.UniversalClient, error) {
+// Options tune a client beyond what the URL says.
+type Options struct {
+	// Timeout, when set, bounds dialing, each read and write and the wait
+	// for a pooled connection, and turns retries off: for callers on a
+	// request's hot path (the rate limiter) that would rather fail fast.
+	Timeout time.Duration
+}
+
+// Open returns a client for rawURL with context deadlines honoured on the
+// socket. It does not connect: the first command does, so a service can
+// start while Redis is still coming up.
+func Open(rawURL string) (redis.UniversalClient, error) { return OpenWith(rawURL, Options{}) }
+
+func tune(ctxTimeout *bool, dial, read, write, pool *time.Duration, retries *int, o Options) {
+	*ctxTimeout = true
+	if o.Timeout > 0 {
+		*dial, *read, *write, *pool = o.Timeout, o.Timeout, o.Timeout, o.Timeout
+		*retries = -1
+	}
+}
+
+// OpenWith is Open with options.
+func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
@@ -28,15 +49,16 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	switch u.Scheme {
 	case "redis", "rediss", "unix":
 		if u.Query().Has("master_name") {
-			return sentinel(u, u.Scheme)
+			return sentinel(u, u.Scheme, o)
 		}
 		opts, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
+		tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
 		return redis.NewClient(opts), nil
 	case "redis+sentinel", "rediss+sentinel":
-		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"))
+		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"), o)
 	case "redis+cluster", "rediss+cluster":
 		c := *u
 		c.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
@@ -44,12 +66,13 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 		}
+		tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
 		return redis.NewClusterClient(opts), nil
 	}
 	return nil, fmt.Errorf("REDIS_URL: scheme %q: use redis://, rediss://, redis+sentinel:// or redis+cluster://", u.Scheme)
 }
 
-func sentinel(u *url.URL, scheme string) (redis.UniversalClient, error) {
+func sentinel(u *url.URL, scheme string, o Options) (redis.UniversalClient, error) {
 	c := *u
 	c.Scheme = scheme
 	if !c.Query().Has("master_name") {
@@ -59,6 +82,7 @@ func sentinel(u *url.URL, scheme string) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 	}
+	tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
 	return redis.NewFailoverClient(opts), nil
 }
 

@@ -1,0 +1,143 @@
+package apiserver_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redistest"
+)
+
+func redisServer(t *testing.T, redisURL string, failClosed bool) *httptest.Server {
+	t.Helper()
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv:              func(string) string { return "" },
+		Logger:              slog.New(slog.DiscardHandler),
+		RedisURL:            redisURL,
+		RateLimitMax:        5,
+		RateLimitWindow:     "1m",
+		RateLimitFailClosed: &failClosed,
+		// The test stands in for a proxy so it can speak for several clients.
+		TrustedProxies: []string{"127.0.0.1", "::1"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items"},
+		func(c *apiserver.Context[struct{}], in *listIn) (listOut, error) {
+			return listOut{Limit: in.Limit}, nil
+		})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func get(t *testing.T, url string) (int, string) { return getAs(t, url, "203.0.113.1") }
+
+// getAs sends the request on behalf of client (through X-Forwarded-For,
+// which the servers believe from loopback).
+func getAs(t *testing.T, url, client string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-Forwarded-For", client)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func metricValue(t *testing.T, base, name string) string {
+	t.Helper()
+	_, body := get(t, base+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			return strings.TrimPrefix(line, name+" ")
+		}
+	}
+	return ""
+}
+
+// TestRedisLimitIsSharedAcrossInstances: two servers on one Redis with a
+// limit of 5 answer 5 requests in total, whichever is asked; with Redis
+// stopped they keep serving (fail open) and count the errors; with Redis
+// back, limiting resumes.
+func TestRedisLimitIsSharedAcrossInstances(t *testing.T) {
+	rds := redistest.Start(t)
+	a, b := redisServer(t, rds.URL(), false), redisServer(t, rds.URL(), false)
+	ok := 0
+	for i := 0; i < 10; i++ {
+		base := a.URL
+		if i%2 == 1 {
+			base = b.URL
+		}
+		code, body := get(t, base+"/items")
+		switch code {
+		case 200:
+			ok++
+		case 429:
+			if !strings.Contains(body, "Rate limit exceeded") {
+				t.Errorf("429 body = %s", body)
+			}
+		default:
+			t.Fatalf("request %d: %d %s", i, code, body)
+		}
+	}
+	if ok != 5 {
+		t.Fatalf("%d requests passed across two instances, want 5", ok)
+	}
+
+	rds.Stop()
+	// The exhausted client stays denied from the replica's memory of
+	// Redis' answer (nothing but time can lift it); a new client passes.
+	if code, _ := get(t, a.URL+"/items"); code != 429 {
+		t.Errorf("exhausted client with Redis down = %d, want 429 (remembered denial)", code)
+	}
+	for i := 0; i < 7; i++ {
+		if code, body := getAs(t, a.URL+"/items", "203.0.113.2"); code != 200 {
+			t.Fatalf("with Redis down (fail open) got %d %s", code, body)
+		}
+	}
+	if v := metricValue(t, a.URL, "ratelimit_backend_errors_total"); v == "" || v == "0" {
+		t.Fatalf("ratelimit_backend_errors_total = %q, want > 0", v)
+	}
+	if code, _ := get(t, a.URL+"/healthz"); code != 200 {
+		t.Errorf("healthz with Redis down = %d", code)
+	}
+	if code, _ := get(t, a.URL+"/readyz"); code != 503 {
+		t.Errorf("readyz with Redis down = %d, want 503", code)
+	}
+
+	rds.Start()
+	// The data went with the server (no persistence): the counters start
+	// again, and limiting resumes within 5 requests.
+	deadline := time.Now().Add(10 * time.Second)
+	limited := false
+	for !limited && time.Now().Before(deadline) {
+		code, _ := getAs(t, b.URL+"/items", "203.0.113.3")
+		limited = code == 429
+	}
+	if !limited {
+		t.Fatal("limiting did not resume after Redis came back")
+	}
+}
+
+func TestRedisDownFailClosed(t *testing.T) {
+	rds := redistest.Start(t)
+	a := redisServer(t, rds.URL(), true)
+	if code, _ := get(t, a.URL+"/items"); code != 200 {
+		t.Fatalf("first request = %d", code)
+	}
+	rds.Stop()
+	code, body := getAs(t, a.URL+"/items", "203.0.113.9")
+	if code != 503 || !strings.Contains(body, "Rate limiter unavailable") {
+		t.Fatalf("fail closed with Redis down: %d %s", code, body)
+	}
+}

@@ -1,0 +1,84 @@
+package redisconn_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver/redisconn"
+	"github.com/apistack/platform/libs/apiserver/redistest"
+)
+
+func TestOpenForms(t *testing.T) {
+	rows := []struct {
+		url     string
+		kind    string // single, sentinel, cluster
+		wantErr string
+	}{
+		{url: "redis://localhost:6379/0", kind: "single"},
+		{url: "rediss://user:pw@localhost:6380/1", kind: "single"},
+		{url: "redis://s1:26379/0?master_name=mymaster&addr=s2:26379", kind: "sentinel"},
+		{url: "redis+sentinel://s1:26379/0?master_name=mymaster", kind: "sentinel"},
+		{url: "redis+cluster://n1:6379?addr=n2:6379&addr=n3:6379", kind: "cluster"},
+		{url: "http://localhost", wantErr: "scheme"},
+		{url: "redis+sentinel://s1:26379/0", wantErr: "master_name"},
+		{url: "redis://localhost:6379/0?bogus=1", wantErr: "REDIS_URL"},
+	}
+	for _, r := range rows {
+		t.Run(r.url, func(t *testing.T) {
+			c, err := redisconn.Open(r.url)
+			if r.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), r.wantErr) {
+					t.Fatalf("err = %v, want one mentioning %q", err, r.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			switch cc := c.(type) {
+			case *redis.Client:
+				if r.kind == "cluster" {
+					t.Fatalf("got a single-node client for %s", r.url)
+				}
+				if !cc.Options().ContextTimeoutEnabled {
+					t.Error("context deadlines are not honoured")
+				}
+			case *redis.ClusterClient:
+				if r.kind != "cluster" {
+					t.Fatalf("got a cluster client for %s", r.url)
+				}
+			default:
+				t.Fatalf("unexpected client %T", c)
+			}
+		})
+	}
+}
+
+func TestOpenWithTimeoutTalksToRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := redisconn.OpenWith(srv.URL(), redisconn.Options{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Set(context.Background(), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Get(context.Background(), "k").Val(); got != "v" {
+		t.Fatalf("GET k = %q", got)
+	}
+	if o := c.(*redis.Client).Options(); o.ReadTimeout != 200*time.Millisecond || o.MaxRetries > 0 {
+		t.Errorf("options not tuned: read %v retries %d", o.ReadTimeout, o.MaxRetries)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	if got := redisconn.Redacted("redis://user:secret@host:6379/0"); strings.Contains(got, "secret") {
+		t.Fatalf("password shown: %s", got)
+	}
+}
