@@ -1,0 +1,52 @@
+// Package geoipfloor is the floor the geoip service is measured against: a plain gin
+// handler answering /:ip/json/ with a fixed record of a geoip answer's size and shape.
+package geoipfloor
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Record has the field set and order of the geoip service's JSON answer.
+type Record struct {
+	IP            string  `json:"ip"`
+	Version       string  `json:"version"`
+	City          string  `json:"city"`
+	Region        string  `json:"region"`
+	Country       string  `json:"country"`
+	CountryName   string  `json:"country_name"`
+	ContinentCode string  `json:"continent_code"`
+	InEU          bool    `json:"in_eu"`
+	Postal        string  `json:"postal"`
+	Latitude      float64 `json:"latitude"`
+	Longitude     float64 `json:"longitude"`
+	Timezone      string  `json:"timezone"`
+	UTCOffset     string  `json:"utc_offset"`
+}
+
+// fixed is the answer for 8.8.8.8; only ip and version change per request.
+var fixed = Record{
+	IP: "8.8.8.8", Version: "IPv4", City: "Mountain View", Region: "California",
+	Country: "US", CountryName: "United States", ContinentCode: "NA", InEU: false,
+	Postal: "94043", Latitude: 37.4056, Longitude: -122.0775,
+	Timezone: "America/Los_Angeles", UTCOffset: "-0800",
+}
+
+// New returns the floor handler: gin in release mode, recovery but no logger, the
+// record encoded per request the way a handler would (no pre-encoded bytes).
+func New() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(gin.Recovery())
+	r.GET("/:ip/json/", func(c *gin.Context) {
+		rec := fixed
+		rec.IP = c.Param("ip")
+		if strings.Contains(rec.IP, ":") {
+			rec.Version = "IPv6"
+		}
+		c.JSON(http.StatusOK, rec)
+	})
+	return r
+}
