@@ -1,0 +1,143 @@
+// Command chat is the chat service: `chat serve` (the default) runs it and
+// `chat healthcheck` probes a running one (Docker images have no shell).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/config"
+	"github.com/apistack/platform/services/chat/internal/memory"
+	"github.com/apistack/platform/services/chat/internal/redisstore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chat:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program behind main, so a test can drive it with its
+// own arguments, environment and context.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, getenv, stdout)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stderr, "usage: chat [serve|healthcheck]")
+		return nil
+	}
+	return fmt.Errorf("unknown subcommand %q (want serve or healthcheck)", cmd)
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.Production() {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// App is the wired service: what the HTTP and real-time layers will be
+// built on.
+type App struct {
+	Config  config.Config
+	Log     *slog.Logger
+	Store   chat.Store
+	Service *chat.Service
+	Admin   chat.User
+}
+
+// Close releases the engine.
+func (a *App) Close() error { return a.Store.Close() }
+
+// build reads the configuration, opens the engine and bootstraps the admin.
+func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*App, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, err
+	}
+	log := newLogger(cfg, logw)
+	var store chat.Store
+	if cfg.RedisURL != "" {
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		rs, err := redisstore.Open(octx, cfg.RedisURL, redisstore.Options{History: cfg.History})
+		if err != nil {
+			return nil, fmt.Errorf("open redis engine: %w", err)
+		}
+		store = rs
+	} else {
+		store = memory.New(cfg.History)
+	}
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log})
+	admin, err := svc.Bootstrap(ctx, cfg.AdminToken)
+	if err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
+	}
+	return &App{Config: cfg, Log: log, Store: store, Service: svc, Admin: admin}, nil
+}
+
+func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
+	app, err := build(ctx, getenv, logw)
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	app.Log.Info("chat starting", "config", app.Config, "admin_user", app.Admin.ID)
+	if app.Config.AdminTokenGenerated {
+		// Development only: config refuses a missing token in production.
+		app.Log.Warn("CHAT_ADMIN_TOKEN not set; generated a development token for the broadcaster", "token", app.Config.AdminToken)
+	}
+	// The HTTP server (issue 6's httpapi) and live delivery (issue 7) attach
+	// here; until then the process holds the engine open until told to stop.
+	<-ctx.Done()
+	app.Log.Info("chat stopping")
+	return nil
+}
+
+// healthcheck asks the local /healthz and succeeds on 200.
+func healthcheck(ctx context.Context, getenv func(string) string) error {
+	port := getenv("PORT")
+	if port == "" {
+		port = "3000"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	url := "http://127.0.0.1:" + strings.TrimSpace(port) + "/healthz"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return errors.New("healthcheck " + url + ": " + resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package chat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Action is something a role may or may not do.
+type Action string
+
+// Actions of the permission table.
+const (
+	ActionReadMessages    Action = "read_messages"
+	ActionSendMessages    Action = "send_messages"
+	ActionBypassSlowMode  Action = "bypass_slow_mode"
+	ActionPostLinks       Action = "post_links"
+	ActionBypassFilters   Action = "bypass_filters"
+	ActionBypassCooldowns Action = "bypass_command_cooldowns"
+	ActionManageCommands  Action = "manage_commands"
+	ActionManageFilters   Action = "manage_filters"
+	ActionManageChannel   Action = "manage_channel"
+	ActionDeleteMessages  Action = "delete_messages"
+	ActionTimeoutUsers    Action = "timeout_users"
+	ActionBanUsers        Action = "ban_users"
+	ActionListUsers       Action = "list_users"
+	ActionManageUsers     Action = "manage_users"
+	ActionChangeRoles     Action = "change_roles"
+)
+
+// Target says whether an action on another user also needs the actor to
+// outrank that user.
+type Target string
+
+// Target rules.
+const (
+	TargetNone  Target = ""
+	TargetBelow Target = "target must have a lower role than the actor"
+)
+
+// Permission is one row of the permission table.
+type Permission struct {
+	Action  Action
+	MinRole Role
+	Target  Target
+	// What is the human description shown in the README and /docs.
+	What string
+}
+
+// PermissionTable is the single source of truth for who may do what. Every
+// check in Service goes through Allowed, and PermissionsMarkdown renders this
+// same table for the documentation, so the two cannot drift apart.
+var PermissionTable = []Permission{
+	{ActionReadMessages, RoleViewer, TargetNone, "Read messages, channels and commands (also anonymous while CHAT_PUBLIC_READ=true)"},
+	{ActionSendMessages, RoleViewer, TargetNone, "Send messages (not while banned or timed out)"},
+	{ActionBypassSlowMode, RoleVIP, TargetNone, "Send without waiting for slow mode"},
+	{ActionPostLinks, RoleVIP, TargetNone, "Post links: the default `min_role` of a `links` filter"},
+	{ActionBypassFilters, RoleModerator, TargetNone, "Not checked by filters: the default `min_role` of `blocked_term`, `regex` and `caps` filters"},
+	{ActionBypassCooldowns, RoleModerator, TargetNone, "Trigger bot commands during their cooldowns"},
+	{ActionManageCommands, RoleModerator, TargetNone, "Create, change and delete bot commands"},
+	{ActionManageFilters, RoleModerator, TargetNone, "List, create and delete filters"},
+	{ActionManageChannel, RoleModerator, TargetNone, "Change channel settings (slow mode)"},
+	{ActionDeleteMessages, RoleModerator, TargetBelow, "Delete messages (tombstone); own messages and bot replies too"},
+	{ActionTimeoutUsers, RoleModerator, TargetBelow, "Time users out (1 s to 14 days)"},
+	{ActionBanUsers, RoleModerator, TargetBelow, "Ban and unban users"},
+	{ActionListUsers, RoleModerator, TargetNone, "List users and read any user"},
+	{ActionManageUsers, RoleBroadcaster, TargetBelow, "Create and delete users"},
+	{ActionChangeRoles, RoleBroadcaster, TargetBelow, "Change a user's role (never to or from broadcaster)"},
+}
+
+// permissionIndex is built once from PermissionTable.
+var permissionIndex = func() map[Action]Permission {
+	m := make(map[Action]Permission, len(PermissionTable))
+	for _, p := range PermissionTable {
+		m[p.Action] = p
+	}
+	return m
+}()
+
+// MinRoleFor returns the lowest role allowed to perform a.
+func MinRoleFor(a Action) Role {
+	p, ok := permissionIndex[a]
+	if !ok {
+		// An action missing from the table is a programming error; deny by
+		// asking for a role nobody has.
+		return Role("")
+	}
+	return p.MinRole
+}
+
+// Allowed reports whether role may perform a, ignoring any target.
+func Allowed(role Role, a Action) bool {
+	min := MinRoleFor(a)
+	return min.Valid() && role.AtLeast(min)
+}
+
+// AllowedOn reports whether actor may perform a on a user holding target.
+// Nobody outranks the broadcaster, so nobody moderates one; two moderators
+// are equal, so neither moderates the other.
+func AllowedOn(actor Role, a Action, target Role) bool {
+	if !Allowed(actor, a) {
+		return false
+	}
+	if permissionIndex[a].Target == TargetBelow {
+		return actor.Above(target)
+	}
+	return true
+}
+
+// PermissionsMarkdown renders PermissionTable as a Markdown table for the
+// README and the OpenAPI description.
+func PermissionsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Action | What | ")
+	for i, r := range Roles {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString(string(r))
+	}
+	b.WriteString(" |\n|---|---|")
+	for range Roles {
+		b.WriteString(":-:|")
+	}
+	b.WriteString("\n")
+	for _, p := range PermissionTable {
+		what := p.What
+		if p.Target == TargetBelow {
+			what += "; the " + string(p.Target)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |", p.Action, what)
+		for _, r := range Roles {
+			mark := " "
+			if r.AtLeast(p.MinRole) {
+				mark = "yes"
+			}
+			fmt.Fprintf(&b, " %s |", mark)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nRoles, highest first: broadcaster > moderator > vip > subscriber > viewer. ")
+	b.WriteString("Actions on another user need a strictly higher role: nobody moderates the broadcaster, ")
+	b.WriteString("and a moderator cannot act on another moderator. A command's `user_level` is the lowest role that may trigger it.\n")
+	return b.String()
+}

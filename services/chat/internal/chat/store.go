@@ -1,0 +1,87 @@
+package chat
+
+import (
+	"context"
+	"time"
+)
+
+// Store is what an engine provides. Every method that changes more than one
+// thing does so atomically (one lock in memory, one Lua script in Redis), so
+// several Service instances on one Redis never double-create or lose an
+// update. Engines report any backend failure as KindUnavailable and use
+// KindNotFound / KindConflict for the outcomes listed below.
+type Store interface {
+	EventLog
+
+	// AppendMessage assigns the next id of m.Channel, stores m, appends a
+	// message event and trims the channel to its history window, at once.
+	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// Messages returns one page of a channel, oldest first, tombstones included.
+	Messages(ctx context.Context, channel string, p Page) ([]Message, error)
+	// Message returns one message (NotFound if unknown or trimmed).
+	Message(ctx context.Context, channel string, id int64) (Message, error)
+	// DeleteMessage replaces a message by its tombstone and appends a
+	// message_deleted event. Deleting a tombstone again changes nothing and
+	// appends nothing.
+	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (Message, error)
+
+	// Channel returns the settings of a channel (defaults when never set).
+	Channel(ctx context.Context, name string) (Channel, error)
+	SaveChannel(ctx context.Context, c Channel) error
+
+	// CreateUser stores a new user; Conflict (Reason "name" or "token") when
+	// the name (case-insensitively) or the token hash is taken.
+	CreateUser(ctx context.Context, u User) error
+	User(ctx context.Context, id string) (User, error)
+	UserByTokenHash(ctx context.Context, hash string) (User, error)
+	Users(ctx context.Context) ([]User, error)
+	// UpdateUser applies p if the user still holds ifRole (Conflict
+	// otherwise, so a check made on a stale role is never acted on) and, when
+	// ev is not nil, appends ev to ev.Channel's log in the same step.
+	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event) (User, error)
+	// DeleteUser removes the user and its token if it still holds ifRole.
+	DeleteUser(ctx context.Context, id string, ifRole Role) error
+
+	// CreateCommand stores c; Conflict if its name or an alias is any
+	// command's name or alias.
+	CreateCommand(ctx context.Context, c Command) error
+	// Command finds a command by name or alias (normalised triggers).
+	Command(ctx context.Context, trigger string) (Command, error)
+	Commands(ctx context.Context) ([]Command, error)
+	// UpdateCommand replaces the command named name (aliases re-checked).
+	UpdateCommand(ctx context.Context, name string, c Command) error
+	DeleteCommand(ctx context.Context, name string) error
+	// CountCommand adds one use and returns the new count.
+	CountCommand(ctx context.Context, name string) (int64, error)
+
+	// CreateFilter assigns an id and stores f.
+	CreateFilter(ctx context.Context, f Filter) (Filter, error)
+	Filters(ctx context.Context) ([]Filter, error)
+	DeleteFilter(ctx context.Context, id string) error
+
+	// Acquire passes every gate or none: if any gate is closed at now it
+	// returns the longest remaining wait and changes nothing; otherwise it
+	// closes every gate until now+gate.For and returns 0. Cooldowns and slow
+	// mode use it; "now" comes from the Service clock so tests need no sleep.
+	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
+
+	// Ping checks that the backend answers (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// UserPatch lists the fields UpdateUser changes; nil leaves a field alone.
+type UserPatch struct {
+	Role          *Role
+	TimedOutUntil **time.Time
+	Banned        *bool
+	ModReason     *string
+}
+
+// Gate is one rate gate: Key names it within a channel, For is how long it
+// stays closed once passed.
+type Gate struct {
+	Channel string
+	Key     string
+	For     time.Duration
+}

@@ -1,0 +1,1070 @@
+package chat_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/memory"
+	"github.com/apistack/platform/services/chat/internal/redisstore"
+)
+
+// clock is a settable clock so cooldowns, slow mode and timeouts are tested
+// by stepping time, never by sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one test's world: a Service on a fresh store, a clock, and a user
+// of every role.
+type env struct {
+	t     *testing.T
+	svc   *chat.Service
+	store chat.Store
+	clock *clock
+	ctx   context.Context
+	users map[chat.Role]chat.User
+	// second opens another Service on the same state (Redis only; nil for memory).
+	second func() *chat.Service
+}
+
+// engine opens stores for the suite.
+type engine struct {
+	name string
+	// open returns a new empty store with the given history, plus a function
+	// opening another store on the same state (nil when the engine cannot).
+	open func(t *testing.T, history int) (chat.Store, func() chat.Store)
+}
+
+func memoryEngine() engine {
+	return engine{name: "memory", open: func(t *testing.T, history int) (chat.Store, func() chat.Store) {
+		return memory.New(history), nil
+	}}
+}
+
+var prefixN atomic.Int64
+
+func redisEngine(srv *redistest.Server) engine {
+	return engine{name: "redis", open: func(t *testing.T, history int) (chat.Store, func() chat.Store) {
+		// One server for the whole suite; a key prefix per test keeps tests apart.
+		prefix := fmt.Sprintf("t%d:", prefixN.Add(1))
+		open := func() chat.Store {
+			opts, err := redis.ParseURL(srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(opts)
+			t.Cleanup(func() { _ = rdb.Close() })
+			return redisstore.New(rdb, redisstore.Options{History: history, Prefix: prefix})
+		}
+		return open(), open
+	}}
+}
+
+func newEnv(t *testing.T, e engine, history int, publicRead bool) *env {
+	t.Helper()
+	store, again := e.open(t, history)
+	c := newClock()
+	en := &env{t: t, store: store, clock: c, ctx: context.Background(), users: map[chat.Role]chat.User{}}
+	opts := chat.Options{Now: c.Now, PublicRead: publicRead}
+	en.svc = chat.NewService(store, opts)
+	if again != nil {
+		en.second = func() *chat.Service { return chat.NewService(again(), opts) }
+	}
+	admin, err := en.svc.Bootstrap(en.ctx, "admin-token-0123456789")
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	en.users[chat.RoleBroadcaster] = admin
+	for _, r := range []chat.Role{chat.RoleModerator, chat.RoleVIP, chat.RoleSubscriber, chat.RoleViewer} {
+		en.users[r] = en.newUser(string(r)+"_one", r)
+	}
+	return en
+}
+
+func (e *env) newUser(name string, role chat.Role) chat.User {
+	e.t.Helper()
+	u, _, err := e.svc.CreateUser(e.ctx, e.users[chat.RoleBroadcaster], chat.CreateUserInput{Name: name, Role: role})
+	if err != nil {
+		e.t.Fatalf("create user %s: %v", name, err)
+	}
+	return u
+}
+
+func (e *env) send(u chat.User, text string) chat.SendResult {
+	e.t.Helper()
+	res, err := e.svc.Send(e.ctx, u, chat.SendInput{Message: text})
+	if err != nil {
+		e.t.Fatalf("send %q as %s: %v", text, u.Name, err)
+	}
+	return res
+}
+
+func wantKind(t *testing.T, err error, k chat.Kind) *chat.Error {
+	t.Helper()
+	if chat.KindOf(err) != k {
+		t.Fatalf("error = %v (kind %q), want kind %q", err, chat.KindOf(err), k)
+	}
+	e, _ := chat.AsError(err)
+	return e
+}
+
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// TestMemoryEngine runs the behaviour suite on the memory engine.
+func TestMemoryEngine(t *testing.T) { runSuite(t, memoryEngine()) }
+
+// TestRedisEngine runs the same suite on a real redis-server.
+func TestRedisEngine(t *testing.T) {
+	srv := redistest.Start(t)
+	runSuite(t, redisEngine(srv))
+	t.Run("TwoInstancesShareState", func(t *testing.T) { testTwoInstances(t, redisEngine(srv)) })
+	t.Run("ConcurrentCreatesMakeOneCommand", func(t *testing.T) { testConcurrentCreates(t, redisEngine(srv)) })
+	t.Run("StoppedRedisIsUnavailable", func(t *testing.T) { testUnavailable(t) })
+}
+
+func runSuite(t *testing.T, e engine) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e engine)
+	}{
+		{"MessagesPageInOrder", testMessagesPaging},
+		{"SendValidates", testSendValidation},
+		{"PublicReadOff", testPublicReadOff},
+		{"PermissionMatrix", testPermissionMatrix},
+		{"TargetRules", testTargetRules},
+		{"DeleteLeavesTombstone", testDelete},
+		{"TimeoutAndBan", testModeration},
+		{"SlowMode", testSlowMode},
+		{"Filters", testFilters},
+		{"Commands", testCommands},
+		{"CommandCooldownsAndLevels", testCommandCooldowns},
+		{"Users", testUsers},
+		{"BootstrapIsIdempotent", testBootstrap},
+		{"EventLog", testEventLog},
+		{"HistoryWindow", testHistoryWindow},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })
+	}
+}
+
+func testMessagesPaging(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	v := en.users[chat.RoleViewer]
+	for i := 1; i <= 7; i++ {
+		m := en.send(v, fmt.Sprintf("m%d", i)).Message
+		if m.ID != int64(i) || m.Channel != "general" || m.User.ID != v.ID || m.User.Role != chat.RoleViewer || m.Bot {
+			t.Fatalf("message %d = %+v", i, m)
+		}
+	}
+	texts := func(ms []chat.Message) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.Text)
+		}
+		return strings.Join(s, ",")
+	}
+	list := func(p chat.Page) string {
+		t.Helper()
+		ms, err := en.svc.Messages(en.ctx, nil, "", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return texts(ms)
+	}
+	cases := []struct {
+		p    chat.Page
+		want string
+	}{
+		{chat.Page{}, "m1,m2,m3,m4,m5,m6,m7"},
+		{chat.Page{Limit: 3}, "m5,m6,m7"},
+		{chat.Page{Limit: 3, Before: 5}, "m2,m3,m4"},
+		{chat.Page{Limit: 3, After: 2}, "m3,m4,m5"},
+		{chat.Page{After: 3, Before: 6}, "m4,m5"},
+		{chat.Page{After: 7}, ""},
+		{chat.Page{Before: 1}, ""},
+	}
+	for _, c := range cases {
+		if got := list(c.p); got != c.want {
+			t.Errorf("page %+v = %q, want %q", c.p, got, c.want)
+		}
+	}
+	// Channels are separate logs with their own ids.
+	m := must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "Games", Message: "hi"}))
+	if m.Message.ID != 1 || m.Message.Channel != "games" {
+		t.Fatalf("games message = %+v", m.Message)
+	}
+	for _, p := range []chat.Page{{Limit: 201}, {Limit: -1}, {Before: -1}, {After: -2}} {
+		_, err := en.svc.Messages(en.ctx, nil, "", p)
+		wantKind(t, err, chat.KindInvalid)
+	}
+	_, err := en.svc.Messages(en.ctx, nil, "bad channel!", chat.Page{})
+	wantKind(t, err, chat.KindInvalid)
+	// Timestamps round-trip exactly.
+	got := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "games", chat.Page{}))
+	if len(got) != 1 || !got[0].CreatedAt.Equal(m.Message.CreatedAt) || got[0] != m.Message {
+		t.Fatalf("stored %+v, sent %+v", got, m.Message)
+	}
+}
+
+func testSendValidation(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	v := en.users[chat.RoleViewer]
+	for _, text := range []string{"", "   ", strings.Repeat("é", 501)} {
+		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: text})
+		ferr := wantKind(t, err, chat.KindInvalid)
+		if ferr.Fields[0].Field != "message" {
+			t.Fatalf("field = %+v", ferr.Fields)
+		}
+	}
+	en.send(v, strings.Repeat("é", 500))
+	// A deleted user's token is no longer accepted even by a stale session.
+	must[struct{}](t)(struct{}{}, en.svc.DeleteUser(en.ctx, en.users[chat.RoleBroadcaster], v.ID))
+	_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "hello"})
+	wantKind(t, err, chat.KindUnauthorized)
+}
+
+func testPublicReadOff(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, false)
+	_, err := en.svc.Messages(en.ctx, nil, "", chat.Page{})
+	wantKind(t, err, chat.KindUnauthorized)
+	_, err = en.svc.Commands(en.ctx, nil)
+	wantKind(t, err, chat.KindUnauthorized)
+	_, err = en.svc.Channel(en.ctx, nil, "general")
+	wantKind(t, err, chat.KindUnauthorized)
+	v := en.users[chat.RoleViewer]
+	if _, err := en.svc.Messages(en.ctx, &v, "", chat.Page{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testPermissionMatrix runs every mutating operation as every role. The
+// expected minimum roles are written out here, independently of
+// chat.PermissionTable, so a change to the table shows up as a failing row.
+func testPermissionMatrix(t *testing.T, e engine) {
+	type op struct {
+		name string
+		min  chat.Role
+		// run performs the operation as actor against fresh targets (a viewer).
+		run func(en *env, actor chat.User) error
+	}
+	n := 0
+	fresh := func(en *env) chat.User { n++; return en.newUser(fmt.Sprintf("target%d", n), chat.RoleViewer) }
+	ops := []op{
+		{"send", chat.RoleViewer, func(en *env, a chat.User) error {
+			_, err := en.svc.Send(en.ctx, a, chat.SendInput{Message: "hi"})
+			return err
+		}},
+		{"delete message", chat.RoleModerator, func(en *env, a chat.User) error {
+			m := en.send(fresh(en), "bye").Message
+			_, err := en.svc.DeleteMessage(en.ctx, a, "", m.ID)
+			return err
+		}},
+		{"create command", chat.RoleModerator, func(en *env, a chat.User) error {
+			n++
+			_, err := en.svc.CreateCommand(en.ctx, a, chat.CommandInput{Command: fmt.Sprintf("c%d", n), Response: "x"})
+			return err
+		}},
+		{"update command", chat.RoleModerator, func(en *env, a chat.User) error {
+			r := "y"
+			_, err := en.svc.UpdateCommand(en.ctx, a, "fixed", chat.CommandPatch{Response: &r})
+			return err
+		}},
+		{"delete command", chat.RoleModerator, func(en *env, a chat.User) error {
+			n++
+			name := fmt.Sprintf("d%d", n)
+			must[chat.Command](t)(en.svc.CreateCommand(en.ctx, en.users[chat.RoleBroadcaster], chat.CommandInput{Command: name, Response: "x"}))
+			return en.svc.DeleteCommand(en.ctx, a, name)
+		}},
+		{"list filters", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.Filters(en.ctx, a)
+			return err
+		}},
+		{"create filter", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.CreateFilter(en.ctx, a, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "zzzq"})
+			return err
+		}},
+		{"delete filter", chat.RoleModerator, func(en *env, a chat.User) error {
+			f := must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, en.users[chat.RoleBroadcaster], chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "zzzr"}))
+			return en.svc.DeleteFilter(en.ctx, a, f.ID)
+		}},
+		{"update channel", chat.RoleModerator, func(en *env, a chat.User) error {
+			z := 0
+			_, err := en.svc.UpdateChannel(en.ctx, a, "general", chat.ChannelPatch{SlowModeSeconds: &z})
+			return err
+		}},
+		{"timeout", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.Timeout(en.ctx, a, fresh(en).ID, chat.TimeoutInput{Seconds: 60})
+			return err
+		}},
+		{"ban", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.Ban(en.ctx, a, fresh(en).ID, chat.BanInput{})
+			return err
+		}},
+		{"unban", chat.RoleModerator, func(en *env, a chat.User) error {
+			u := fresh(en)
+			must[chat.User](t)(en.svc.Ban(en.ctx, en.users[chat.RoleBroadcaster], u.ID, chat.BanInput{}))
+			_, err := en.svc.Unban(en.ctx, a, u.ID)
+			return err
+		}},
+		{"list users", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.Users(en.ctx, a)
+			return err
+		}},
+		{"read another user", chat.RoleModerator, func(en *env, a chat.User) error {
+			_, err := en.svc.User(en.ctx, a, fresh(en).ID)
+			return err
+		}},
+		{"create user", chat.RoleBroadcaster, func(en *env, a chat.User) error {
+			n++
+			_, _, err := en.svc.CreateUser(en.ctx, a, chat.CreateUserInput{Name: fmt.Sprintf("new%d", n)})
+			return err
+		}},
+		{"change role", chat.RoleBroadcaster, func(en *env, a chat.User) error {
+			_, err := en.svc.SetRole(en.ctx, a, fresh(en).ID, chat.RoleSubscriber)
+			return err
+		}},
+		{"delete user", chat.RoleBroadcaster, func(en *env, a chat.User) error {
+			return en.svc.DeleteUser(en.ctx, a, fresh(en).ID)
+		}},
+	}
+	en := newEnv(t, e, 1000, true)
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, en.users[chat.RoleBroadcaster], chat.CommandInput{Command: "fixed", Response: "x"}))
+	for _, o := range ops {
+		for _, r := range chat.Roles {
+			t.Run(o.name+"/"+string(r), func(t *testing.T) {
+				err := o.run(en, en.users[r])
+				if r.AtLeast(o.min) {
+					if err != nil {
+						t.Fatalf("%s as %s: %v, want allowed", o.name, r, err)
+					}
+				} else {
+					wantKind(t, err, chat.KindForbidden)
+				}
+			})
+		}
+	}
+}
+
+func testTargetRules(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	b, mod := en.users[chat.RoleBroadcaster], en.users[chat.RoleModerator]
+	mod2 := en.newUser("mod_two", chat.RoleModerator)
+	vip := en.users[chat.RoleVIP]
+
+	// Nobody moderates the broadcaster.
+	_, err := en.svc.Timeout(en.ctx, mod, b.ID, chat.TimeoutInput{Seconds: 10})
+	wantKind(t, err, chat.KindForbidden)
+	_, err = en.svc.Ban(en.ctx, b, b.ID, chat.BanInput{})
+	wantKind(t, err, chat.KindForbidden)
+	_, err = en.svc.SetRole(en.ctx, b, b.ID, chat.RoleViewer)
+	wantKind(t, err, chat.KindForbidden)
+	bm := en.send(b, "from the top").Message
+	_, err = en.svc.DeleteMessage(en.ctx, mod, "", bm.ID)
+	wantKind(t, err, chat.KindForbidden)
+
+	// A moderator cannot act on another moderator.
+	_, err = en.svc.Timeout(en.ctx, mod, mod2.ID, chat.TimeoutInput{Seconds: 10})
+	wantKind(t, err, chat.KindForbidden)
+	_, err = en.svc.Ban(en.ctx, mod, mod2.ID, chat.BanInput{})
+	wantKind(t, err, chat.KindForbidden)
+	m2 := en.send(mod2, "mod line").Message
+	_, err = en.svc.DeleteMessage(en.ctx, mod, "", m2.ID)
+	wantKind(t, err, chat.KindForbidden)
+
+	// But the broadcaster can, a moderator can on a vip, and on their own lines.
+	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, b, "", m2.ID))
+	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, vip.ID, chat.TimeoutInput{Seconds: 10}))
+	own := en.send(mod, "mine").Message
+	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "", own.ID))
+
+	// The broadcaster role is not granted through the API.
+	_, err = en.svc.SetRole(en.ctx, b, mod.ID, chat.RoleBroadcaster)
+	wantKind(t, err, chat.KindForbidden)
+	_, _, err = en.svc.CreateUser(en.ctx, b, chat.CreateUserInput{Name: "boss2", Role: chat.RoleBroadcaster})
+	wantKind(t, err, chat.KindForbidden)
+	u := must[chat.User](t)(en.svc.SetRole(en.ctx, b, mod2.ID, chat.RoleVIP))
+	if u.Role != chat.RoleVIP {
+		t.Fatalf("role = %s", u.Role)
+	}
+	_, err = en.svc.SetRole(en.ctx, b, "nobody", chat.RoleVIP)
+	wantKind(t, err, chat.KindNotFound)
+}
+
+func testDelete(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	v, mod := en.users[chat.RoleViewer], en.users[chat.RoleModerator]
+	en.send(v, "one")
+	m := en.send(v, "two").Message
+	en.send(v, "three")
+	ts := must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "general", m.ID))
+	if !ts.Deleted || ts.Text != "" || ts.DeletedAt == nil || ts.ID != m.ID || ts.User.ID != v.ID {
+		t.Fatalf("tombstone = %+v", ts)
+	}
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{}))
+	if len(ms) != 3 || !ms[1].Deleted || ms[1].Text != "" || ms[0].Deleted || ms[2].Text != "three" {
+		t.Fatalf("messages = %+v", ms)
+	}
+	// Deleting again is harmless; unknown ids are not found.
+	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "general", m.ID))
+	_, err := en.svc.DeleteMessage(en.ctx, mod, "general", 99)
+	wantKind(t, err, chat.KindNotFound)
+	_, err = en.svc.DeleteMessage(en.ctx, mod, "other", 1)
+	wantKind(t, err, chat.KindNotFound)
+}
+
+func testModeration(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	for _, s := range []int{0, -1, 1209601} {
+		_, err := en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: s})
+		wantKind(t, err, chat.KindInvalid)
+	}
+	_, err := en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60, Reason: strings.Repeat("x", 501)})
+	wantKind(t, err, chat.KindInvalid)
+	_, err = en.svc.Timeout(en.ctx, mod, "nobody", chat.TimeoutInput{Seconds: 60})
+	wantKind(t, err, chat.KindNotFound)
+
+	u := must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 600, Reason: "spam"}))
+	until := en.clock.Now().Add(600 * time.Second)
+	if u.TimedOutUntil == nil || !u.TimedOutUntil.Equal(until) || u.ModReason != "spam" {
+		t.Fatalf("timed out user = %+v", u)
+	}
+	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "let me talk"})
+	ferr := wantKind(t, err, chat.KindForbidden)
+	if !ferr.Until.Equal(until) || ferr.Reason != "timed_out" || !strings.Contains(ferr.Message, until.Format(time.RFC3339)) {
+		t.Fatalf("timeout error = %+v", ferr)
+	}
+	en.clock.Advance(600 * time.Second)
+	en.send(v, "back")
+
+	must[chat.User](t)(en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{Reason: "again"}))
+	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "hello?"})
+	ferr = wantKind(t, err, chat.KindForbidden)
+	if ferr.Reason != "banned" || !ferr.Until.IsZero() {
+		t.Fatalf("ban error = %+v", ferr)
+	}
+	_, err = en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 5})
+	wantKind(t, err, chat.KindConflict)
+	_, err = en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{})
+	wantKind(t, err, chat.KindConflict)
+	u = must[chat.User](t)(en.svc.Unban(en.ctx, mod, v.ID))
+	if u.Banned || u.TimedOutUntil != nil {
+		t.Fatalf("unbanned = %+v", u)
+	}
+	en.send(v, "free")
+	// Unban also lifts a timeout.
+	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60}))
+	must[chat.User](t)(en.svc.Unban(en.ctx, mod, v.ID))
+	en.send(v, "free again")
+}
+
+func testSlowMode(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v, vip := en.users[chat.RoleModerator], en.users[chat.RoleViewer], en.users[chat.RoleVIP]
+	for _, s := range []int{-1, 121} {
+		_, err := en.svc.UpdateChannel(en.ctx, mod, "general", chat.ChannelPatch{SlowModeSeconds: &s})
+		wantKind(t, err, chat.KindInvalid)
+	}
+	ten := 10
+	c := must[chat.Channel](t)(en.svc.UpdateChannel(en.ctx, mod, "General", chat.ChannelPatch{SlowModeSeconds: &ten}))
+	if c.Name != "general" || c.SlowModeSeconds != 10 {
+		t.Fatalf("channel = %+v", c)
+	}
+	if got := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "general")); got != c {
+		t.Fatalf("read back %+v", got)
+	}
+	en.send(v, "first")
+	en.clock.Advance(4 * time.Second)
+	_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "second"})
+	ferr := wantKind(t, err, chat.KindSlowMode)
+	if ferr.RetryAfter != 6*time.Second {
+		t.Fatalf("retry after = %v", ferr.RetryAfter)
+	}
+	// Slow mode is per user and per channel; VIPs and up are exempt.
+	en.send(en.users[chat.RoleSubscriber], "me too")
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "other", Message: "elsewhere"}))
+	en.send(vip, "a")
+	en.send(vip, "b")
+	en.clock.Advance(6 * time.Second)
+	en.send(v, "second")
+	// Other channels keep their defaults.
+	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "other")); c.SlowModeSeconds != 0 {
+		t.Fatalf("other = %+v", c)
+	}
+}
+
+func testFilters(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v, vip, sub := en.users[chat.RoleModerator], en.users[chat.RoleViewer], en.users[chat.RoleVIP], en.users[chat.RoleSubscriber]
+	add := func(in chat.FilterInput) chat.Filter {
+		t.Helper()
+		return must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, in))
+	}
+	term := add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "badword"})
+	add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "scam*"})
+	add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "*spoiler", Action: chat.ActionMask})
+	add(chat.FilterInput{Kind: chat.FilterLinks})
+	add(chat.FilterInput{Kind: chat.FilterRegex, Pattern: `free\s+v-?bucks`})
+	add(chat.FilterInput{Kind: chat.FilterCaps, Action: chat.ActionMask})
+	if term.MinRole != chat.RoleModerator || term.Action != chat.ActionBlock || term.ID == "" {
+		t.Fatalf("defaults = %+v", term)
+	}
+
+	blocked := []struct{ text, kind string }{
+		{"this is a badword", "blocked_term"},
+		{"BADWORD!", "blocked_term"},
+		{"ｂａｄｗｏｒｄ", "blocked_term"},                // full-width
+		{"bädwörd", "blocked_term"},                // accents
+		{"bad\u200bword", "blocked_term"},          // zero-width space
+		{"b\u00adadw\u200dord", "blocked_term"},    // soft hyphen, zero-width joiner
+		{"bad\u0301word", "blocked_term"},          // combining accent
+		{"ＢａＤｗＯｒＤ\ufeff", "blocked_term"},          // mixed case full-width + BOM
+		{"totally a scammer here", "blocked_term"}, // prefix wildcard
+		{"visit https://evil.example/x", "links"},
+		{"go to www.evil.test now", "links"},
+		{"see EXAMPLE.COM", "links"},
+		{"ｅｘａｍｐｌｅ．ｃｏｍ", "links"},
+		{"get FREE   V-Bucks", "regex"},
+	}
+	for _, b := range blocked {
+		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: b.text})
+		ferr := wantKind(t, err, chat.KindBlocked)
+		if ferr.Reason != b.kind {
+			t.Errorf("%q blocked by %s, want %s", b.text, ferr.Reason, b.kind)
+		}
+	}
+	allowed := []string{"a good word", "badwords are fine as a different word", "myscam", "class", "example dot com"}
+	for _, a := range allowed {
+		if got := en.send(v, a).Message.Text; got != a {
+			t.Errorf("%q stored as %q", a, got)
+		}
+	}
+	masks := []struct{ in, out string }{
+		{"no spoiler please", "no ******* please"},
+		{"huge moviespoiler!", "huge ************!"},
+		{"THIS IS SO LOUD RIGHT NOW", "this is so loud right now"},
+		{"OK FINE", "OK FINE"}, // under the minimum length
+	}
+	for _, m := range masks {
+		if got := en.send(v, m.in).Message.Text; got != m.out {
+			t.Errorf("%q stored as %q, want %q", m.in, got, m.out)
+		}
+	}
+	// The masked text is what is stored.
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{Limit: 1}))
+	if ms[0].Text != "OK FINE" {
+		t.Fatalf("last stored %q", ms[0].Text)
+	}
+	// VIPs may post links; moderators bypass the rest; subscribers do not.
+	en.send(vip, "https://ok.example/clip")
+	en.send(mod, "badword in a quote")
+	_, err := en.svc.Send(en.ctx, sub, chat.SendInput{Message: "https://ok.example/clip"})
+	wantKind(t, err, chat.KindBlocked)
+
+	// Validation.
+	for _, in := range []chat.FilterInput{
+		{Kind: "nope", Pattern: "x"},
+		{Kind: chat.FilterBlockedTerm, Pattern: ""},
+		{Kind: chat.FilterBlockedTerm, Pattern: "a*b"},
+		{Kind: chat.FilterBlockedTerm, Pattern: "***"},
+		{Kind: chat.FilterBlockedTerm, Pattern: "x", Action: "explode"},
+		{Kind: chat.FilterBlockedTerm, Pattern: "x", MinRole: "god"},
+		{Kind: chat.FilterRegex, Pattern: "("},
+		{Kind: chat.FilterRegex, Pattern: "a*"},
+		{Kind: chat.FilterRegex, Pattern: "((a{50}){50}){50}"},
+		{Kind: chat.FilterRegex, Pattern: strings.Repeat("a", 300)},
+		{Kind: chat.FilterCaps, Threshold: 101},
+	} {
+		_, err := en.svc.CreateFilter(en.ctx, mod, in)
+		wantKind(t, err, chat.KindInvalid)
+	}
+	fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod))
+	if len(fs) != 6 || fs[0].ID != term.ID {
+		t.Fatalf("filters = %+v", fs)
+	}
+	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, term.ID))
+	en.send(v, "badword")
+	wantKind(t, en.svc.DeleteFilter(en.ctx, mod, term.ID), chat.KindNotFound)
+}
+
+func testCommands(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	c := must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{
+		Command: "Hello", Response: "Hi ${touser}, from ${user} in ${channel}: ${args} (#${count}) ${unknown}", Aliases: []string{"HI", "!hey", "hello"},
+	}))
+	if c.Name != "!hello" || c.CooldownSeconds != 5 || !c.Enabled || c.UserLevel != chat.RoleViewer || strings.Join(c.Aliases, ",") != "!hi,!hey" {
+		t.Fatalf("created %+v", c)
+	}
+	for _, dup := range []chat.CommandInput{
+		{Command: "!HELLO", Response: "x"},
+		{Command: "hi", Response: "x"},
+		{Command: "other", Response: "x", Aliases: []string{"hey"}},
+	} {
+		_, err := en.svc.CreateCommand(en.ctx, mod, dup)
+		wantKind(t, err, chat.KindConflict)
+	}
+	for _, bad := range []chat.CommandInput{
+		{Command: "", Response: "x"},
+		{Command: "two words", Response: "x"},
+		{Command: "ok", Response: ""},
+		{Command: "ok", Response: strings.Repeat("x", 501)},
+		{Command: "ok", Response: "x", CooldownSeconds: ptr(-1)},
+		{Command: "ok", Response: "x", UserLevel: "king"},
+		{Command: "ok", Response: "x", Aliases: []string{"bad alias"}},
+	} {
+		_, err := en.svc.CreateCommand(en.ctx, mod, bad)
+		wantKind(t, err, chat.KindInvalid)
+	}
+
+	res := en.send(v, "!hello @friend and more")
+	if res.Reply == nil || !res.Reply.Bot || res.Reply.ID != res.Message.ID+1 {
+		t.Fatalf("reply = %+v", res.Reply)
+	}
+	want := "Hi friend, from viewer_one in general: @friend and more (#1) ${unknown}"
+	if res.Reply.Text != want {
+		t.Fatalf("reply %q, want %q", res.Reply.Text, want)
+	}
+	en.clock.Advance(5 * time.Second)
+	res = en.send(v, "!HI")
+	if res.Reply == nil || res.Reply.Text != "Hi viewer_one, from viewer_one in general:  (#2) ${unknown}" {
+		t.Fatalf("alias reply = %+v", res.Reply)
+	}
+	// The reply is stored and listed like any message.
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{Limit: 1}))
+	if ms[0] != *res.Reply {
+		t.Fatalf("stored reply %+v", ms[0])
+	}
+	// Not a command: no reply.
+	if r := en.send(v, "hello !hello").Reply; r != nil {
+		t.Fatalf("unexpected reply %+v", r)
+	}
+	if r := en.send(v, "!nosuch").Reply; r != nil {
+		t.Fatalf("unexpected reply %+v", r)
+	}
+
+	// Read, update, delete.
+	got := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "hey"))
+	if got.Name != "!hello" || got.Count != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	list := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil))
+	if len(list) != 1 || list[0].Count != 2 {
+		t.Fatalf("list %+v", list)
+	}
+	resp, aliases := "Yo ${user}", []string{"yo"}
+	upd := must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "!hi", chat.CommandPatch{Response: &resp, Aliases: &aliases}))
+	if upd.Response != resp || strings.Join(upd.Aliases, ",") != "!yo" || upd.Count != 2 {
+		t.Fatalf("updated %+v", upd)
+	}
+	_, err := en.svc.Command(en.ctx, nil, "hi")
+	wantKind(t, err, chat.KindNotFound)
+	// The freed alias can be taken; a taken one cannot be added.
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "hi", Response: "x"}))
+	taken := []string{"hi"}
+	_, err = en.svc.UpdateCommand(en.ctx, mod, "hello", chat.CommandPatch{Aliases: &taken})
+	wantKind(t, err, chat.KindConflict)
+	en.clock.Advance(5 * time.Second)
+	if r := en.send(v, "!yo").Reply; r == nil || r.Text != "Yo viewer_one" {
+		t.Fatalf("updated reply %+v", r)
+	}
+	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "yo"))
+	wantKind(t, en.svc.DeleteCommand(en.ctx, mod, "hello"), chat.KindNotFound)
+	_, err = en.svc.UpdateCommand(en.ctx, mod, "hello", chat.CommandPatch{Response: &resp})
+	wantKind(t, err, chat.KindNotFound)
+	en.clock.Advance(5 * time.Second)
+	if r := en.send(v, "!hello").Reply; r != nil {
+		t.Fatalf("deleted command replied %+v", r)
+	}
+	// A recreated command counts from zero.
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "hello", Response: "#${count}"}))
+	if r := en.send(v, "!hello").Reply; r == nil || r.Text != "#1" {
+		t.Fatalf("recreated reply %+v", r)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testCommandCooldowns(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v, sub := en.users[chat.RoleModerator], en.users[chat.RoleViewer], en.users[chat.RoleSubscriber]
+	v2 := en.newUser("viewer_two", chat.RoleViewer)
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "cd", Response: "ok", CooldownSeconds: ptr(10), UserCooldownSeconds: ptr(30)}))
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "subs", Response: "subs only", UserLevel: chat.RoleSubscriber}))
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "off", Response: "x", Enabled: ptr(false)}))
+	replied := func(u chat.User, text string) bool { t.Helper(); return en.send(u, text).Reply != nil }
+
+	steps := []struct {
+		advance time.Duration
+		user    chat.User
+		text    string
+		want    bool
+	}{
+		{0, v, "!cd", true},
+		{time.Second, v2, "!cd", false},     // command cooldown (10 s) holds for everyone
+		{9 * time.Second, v2, "!cd", true},  // 10 s later
+		{10 * time.Second, v, "!cd", false}, // 20 s after v's use: v's own 30 s cooldown holds
+		{10 * time.Second, v, "!cd", true},  // 30 s after
+		{0, mod, "!cd", true},               // moderators skip cooldowns
+		{0, v, "!subs", false},              // below the user level
+		{0, sub, "!subs", true},
+		{0, mod, "!off", false}, // disabled
+	}
+	for i, s := range steps {
+		en.clock.Advance(s.advance)
+		if got := replied(s.user, s.text); got != s.want {
+			t.Fatalf("step %d: %s %q replied=%v, want %v", i, s.user.Name, s.text, got, s.want)
+		}
+	}
+	// A failed cooldown check did not eat the per-user gate: v2 used it at
+	// step 2 only.
+	c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "cd"))
+	if c.Count != 4 {
+		t.Fatalf("count = %d, want 4", c.Count)
+	}
+}
+
+func testUsers(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	b := en.users[chat.RoleBroadcaster]
+	u, token, err := en.svc.CreateUser(en.ctx, b, chat.CreateUserInput{Name: "Alice_1"})
+	if err != nil || u.Role != chat.RoleViewer || !strings.HasPrefix(token, "chat_") || len(token) < 40 {
+		t.Fatalf("create = %+v %q %v", u, token, err)
+	}
+	if u.TokenHash == token || u.TokenHash != chat.HashToken(token) {
+		t.Fatal("token must be stored hashed")
+	}
+	me := must[chat.User](t)(en.svc.Authenticate(en.ctx, token))
+	if me.ID != u.ID || me.Name != "Alice_1" {
+		t.Fatalf("me = %+v", me)
+	}
+	if got := must[chat.User](t)(en.svc.User(en.ctx, me, me.ID)); got.ID != u.ID {
+		t.Fatalf("self = %+v", got)
+	}
+	_, err = en.svc.User(en.ctx, me, b.ID)
+	wantKind(t, err, chat.KindForbidden)
+	for _, tok := range []string{"", "chat_nope", token + "x"} {
+		_, err := en.svc.Authenticate(en.ctx, tok)
+		wantKind(t, err, chat.KindUnauthorized)
+	}
+	_, _, err = en.svc.CreateUser(en.ctx, b, chat.CreateUserInput{Name: "alice_1"})
+	wantKind(t, err, chat.KindConflict)
+	for _, name := range []string{"", "a", "has space", strings.Repeat("x", 26), "bot", "émile"} {
+		_, _, err := en.svc.CreateUser(en.ctx, b, chat.CreateUserInput{Name: name})
+		wantKind(t, err, chat.KindInvalid)
+	}
+	_, _, err = en.svc.CreateUser(en.ctx, b, chat.CreateUserInput{Name: "zed", Role: "king"})
+	wantKind(t, err, chat.KindInvalid)
+
+	all := must[[]chat.User](t)(en.svc.Users(en.ctx, en.users[chat.RoleModerator]))
+	if len(all) != 6 {
+		t.Fatalf("users = %d", len(all))
+	}
+	up := must[chat.User](t)(en.svc.SetRole(en.ctx, b, u.ID, chat.RoleModerator))
+	if up.Role != chat.RoleModerator {
+		t.Fatalf("role %s", up.Role)
+	}
+	if me := must[chat.User](t)(en.svc.Authenticate(en.ctx, token)); me.Role != chat.RoleModerator {
+		t.Fatalf("role after change %s", me.Role)
+	}
+	must[struct{}](t)(struct{}{}, en.svc.DeleteUser(en.ctx, b, u.ID))
+	_, err = en.svc.Authenticate(en.ctx, token)
+	wantKind(t, err, chat.KindUnauthorized)
+	wantKind(t, en.svc.DeleteUser(en.ctx, b, u.ID), chat.KindNotFound)
+	// The name is free again.
+	en.newUser("alice_1", chat.RoleViewer)
+}
+
+func testBootstrap(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	first := en.users[chat.RoleBroadcaster]
+	again := must[chat.User](t)(en.svc.Bootstrap(en.ctx, "admin-token-0123456789"))
+	if again.ID != first.ID {
+		t.Fatalf("second bootstrap made %s, want %s", again.ID, first.ID)
+	}
+	me := must[chat.User](t)(en.svc.Authenticate(en.ctx, "admin-token-0123456789"))
+	if me.Role != chat.RoleBroadcaster {
+		t.Fatalf("admin role %s", me.Role)
+	}
+	// Concurrent start-up of several replicas yields one user.
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u, err := en.svc.Bootstrap(en.ctx, "another-admin-token-xyz")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = u.ID
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("ids %v", ids)
+		}
+	}
+	_, err := en.svc.Bootstrap(en.ctx, "short")
+	wantKind(t, err, chat.KindInvalid)
+}
+
+func testEventLog(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	log := en.svc.Events()
+	head := must[chat.Cursor](t)(log.Head(en.ctx, "general"))
+	if head != (chat.Cursor{}) {
+		t.Fatalf("empty head %v", head)
+	}
+	m1 := en.send(v, "one").Message
+	en.send(v, "two")
+	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "general", m1.ID))
+	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 30, Reason: "calm"}))
+	must[chat.User](t)(en.svc.Ban(en.ctx, mod, en.users[chat.RoleSubscriber].ID, chat.BanInput{Channel: "general"}))
+	en.send(mod, "three")
+
+	evs := must[[]chat.Event](t)(log.ReadEvents(en.ctx, "general", chat.Cursor{}, 100, 0))
+	var got []string
+	for _, ev := range evs {
+		got = append(got, string(ev.Type)+"@"+ev.Cursor.String())
+		if ev.Channel != "general" {
+			t.Fatalf("channel %q", ev.Channel)
+		}
+	}
+	want := "message@1 message@2 message_deleted@2-1 user_timed_out@2-2 user_banned@2-3 message@3"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("events %v, want %s", got, want)
+	}
+	if d := evs[2].Message; d == nil || d.ID != 1 || !d.Deleted {
+		t.Fatalf("deletion event %+v", d)
+	}
+	if m := evs[3].Moderation; m == nil || m.User.ID != v.ID || m.By.ID != mod.ID || m.Reason != "calm" || m.Until == nil {
+		t.Fatalf("timeout event %+v", m)
+	}
+	if m := evs[5].Message; m == nil || m.ID != 3 || m.Text != "three" || m.Channel != "general" {
+		t.Fatalf("message event %+v", m)
+	}
+	// Resume from any cursor: no gap, no duplicate.
+	rest := must[[]chat.Event](t)(log.ReadEvents(en.ctx, "general", evs[2].Cursor, 2, 0))
+	if len(rest) != 2 || rest[0].Cursor != evs[3].Cursor || rest[1].Cursor != evs[4].Cursor {
+		t.Fatalf("resume %+v", rest)
+	}
+	if h := must[chat.Cursor](t)(log.Head(en.ctx, "general")); h != evs[5].Cursor {
+		t.Fatalf("head %v", h)
+	}
+	// Nothing new: an empty read, at once or after the wait.
+	if evs := must[[]chat.Event](t)(log.ReadEvents(en.ctx, "general", evs[5].Cursor, 10, 0)); len(evs) != 0 {
+		t.Fatalf("extra %+v", evs)
+	}
+	// A blocked reader wakes for the next message.
+	done := make(chan []chat.Event, 1)
+	go func() {
+		evs, err := log.ReadEvents(en.ctx, "general", chat.Cursor{ID: 3}, 10, 20*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- evs
+	}()
+	// Whether the reader blocks before or after this send, it must see it.
+	en.send(mod, "four")
+	select {
+	case evs := <-done:
+		if len(evs) != 1 || evs[0].Message.Text != "four" {
+			t.Fatalf("woke with %+v", evs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("blocked reader did not wake")
+	}
+	// A cursor beyond the end (a reset store) is not recoverable.
+	_, err := log.ReadEvents(en.ctx, "general", chat.Cursor{ID: 99}, 10, 0)
+	wantKind(t, err, chat.KindHistoryGone)
+	if ok := must[bool](t)(log.Recoverable(en.ctx, "general", chat.Cursor{ID: 99})); ok {
+		t.Fatal("future cursor recoverable")
+	}
+}
+
+func testHistoryWindow(t *testing.T, e engine) {
+	en := newEnv(t, e, 3, true)
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	log := en.svc.Events()
+	en.send(v, "1")
+	en.send(v, "2")
+	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "general", 2)) // event 2-1
+	for i := 3; i <= 5; i++ {
+		en.send(v, fmt.Sprint(i))
+	}
+	// Messages 3..5 are kept; so is the deletion that followed message 2.
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{}))
+	if len(ms) != 3 || ms[0].ID != 3 {
+		t.Fatalf("window %+v", ms)
+	}
+	must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{After: 1, Limit: 2}))
+	if ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{After: 1, Limit: 2})); len(ms) != 2 || ms[0].ID != 3 {
+		t.Fatalf("after trimmed cursor %+v", ms)
+	}
+	for _, c := range []struct {
+		cur  chat.Cursor
+		want bool
+	}{{chat.Cursor{ID: 1}, false}, {chat.Cursor{ID: 2}, true}, {chat.Cursor{ID: 2, Seq: 1}, true}, {chat.Cursor{ID: 5}, true}} {
+		if got := must[bool](t)(log.Recoverable(en.ctx, "general", c.cur)); got != c.want {
+			t.Errorf("recoverable(%v) = %v", c.cur, got)
+		}
+	}
+	_, err := log.ReadEvents(en.ctx, "general", chat.Cursor{ID: 1}, 10, 0)
+	wantKind(t, err, chat.KindHistoryGone)
+	evs := must[[]chat.Event](t)(log.ReadEvents(en.ctx, "general", chat.Cursor{ID: 2}, 10, 0))
+	if len(evs) != 4 || evs[0].Type != chat.EventMessageDeleted {
+		t.Fatalf("recovery %+v", evs)
+	}
+	_, err = en.svc.DeleteMessage(en.ctx, mod, "general", 1)
+	wantKind(t, err, chat.KindNotFound)
+}
+
+func testTwoInstances(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	other := en.second()
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "shared", Response: "n=${count}"}))
+	// The second instance sees the command, the users and the messages.
+	c := must[chat.Command](t)(other.Command(en.ctx, nil, "shared"))
+	if c.Name != "!shared" {
+		t.Fatalf("other sees %+v", c)
+	}
+	us := must[[]chat.User](t)(other.Users(en.ctx, mod))
+	if len(us) != 5 {
+		t.Fatalf("other sees %d users", len(us))
+	}
+	m := en.send(v, "from one").Message
+	r := must[chat.SendResult](t)(other.Send(en.ctx, v, chat.SendInput{Message: "!shared"}))
+	if r.Message.ID != m.ID+1 || r.Reply == nil || r.Reply.Text != "n=1" {
+		t.Fatalf("other send %+v", r)
+	}
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{}))
+	if len(ms) != 3 || ms[1].Text != "!shared" {
+		t.Fatalf("messages %+v", ms)
+	}
+	// Cooldowns are shared too: the first instance may not answer now.
+	if r := en.send(v, "!shared").Reply; r != nil {
+		t.Fatalf("cooldown ignored across instances: %+v", r)
+	}
+	// A token issued by one authenticates on the other.
+	u, token, err := en.svc.CreateUser(en.ctx, en.users[chat.RoleBroadcaster], chat.CreateUserInput{Name: "roamer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := must[chat.User](t)(other.Authenticate(en.ctx, token)); got.ID != u.ID {
+		t.Fatalf("other auth %+v", got)
+	}
+	// A ban on one instance stops sends on the other.
+	must[chat.User](t)(other.Ban(en.ctx, mod, u.ID, chat.BanInput{}))
+	_, err = en.svc.Send(en.ctx, u, chat.SendInput{Message: "hi"})
+	wantKind(t, err, chat.KindForbidden)
+}
+
+func testConcurrentCreates(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod := en.users[chat.RoleModerator]
+	svcs := []*chat.Service{en.svc, en.second(), en.second(), en.second()}
+	var ok, conflict atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := svcs[i%len(svcs)].CreateCommand(en.ctx, mod, chat.CommandInput{Command: "race", Response: fmt.Sprint(i), Aliases: []string{fmt.Sprintf("r%d", i)}})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, chat.ErrConflict):
+				conflict.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || conflict.Load() != 15 {
+		t.Fatalf("created %d, conflicts %d", ok.Load(), conflict.Load())
+	}
+	cs := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil))
+	if len(cs) != 1 {
+		t.Fatalf("commands %+v", cs)
+	}
+	// No stray alias claims from the losers.
+	for i := 0; i < 16; i++ {
+		_, err := en.svc.Command(en.ctx, nil, fmt.Sprintf("r%d", i))
+		if err == nil && "!r"+fmt.Sprint(i) != cs[0].Aliases[0] {
+			t.Fatalf("stray alias r%d", i)
+		}
+	}
+	// Concurrent uses lose no count.
+	must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "race", chat.CommandPatch{CooldownSeconds: ptr(0)}))
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := svcs[i%len(svcs)].Send(en.ctx, mod, chat.SendInput{Message: "!race"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "race")); c.Count != 20 {
+		t.Fatalf("count %d, want 20", c.Count)
+	}
+}
+
+func testUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	en := newEnv(t, redisEngine(srv), 1000, true)
+	v := en.users[chat.RoleViewer]
+	en.send(v, "before")
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(en.ctx, 10*time.Second)
+	defer cancel()
+	_, err := en.svc.Send(ctx, v, chat.SendInput{Message: "during"})
+	wantKind(t, err, chat.KindUnavailable)
+	_, err = en.svc.Messages(ctx, nil, "", chat.Page{})
+	wantKind(t, err, chat.KindUnavailable)
+	wantKind(t, en.svc.Ready(ctx), chat.KindUnavailable)
+	srv.Start()
+	if err := srv.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The server restarted empty (no persistence); the service works again.
+	if _, err := en.svc.Bootstrap(ctx, "admin-token-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,57 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaultsForALocalRun(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 3000 || c.Host != "127.0.0.1" || c.Env != "development" || c.History != 1000 || !c.PublicRead || c.Engine() != "memory" {
+		t.Fatalf("defaults %+v", c)
+	}
+	if !c.AdminTokenGenerated || !strings.HasPrefix(c.AdminToken, "chat_") {
+		t.Fatalf("development admin token %q", c.AdminToken)
+	}
+}
+
+func TestProductionNeedsAnAdminToken(t *testing.T) {
+	_, err := Load(envOf(map[string]string{"NODE_ENV": "production"}))
+	if err == nil || !strings.Contains(err.Error(), "CHAT_ADMIN_TOKEN") {
+		t.Fatalf("err = %v", err)
+	}
+	c, err := Load(envOf(map[string]string{"NODE_ENV": "development", "APP_ENV": "production", "CHAT_ADMIN_TOKEN": "0123456789abcdef"}))
+	if err != nil || !c.Production() || c.AdminTokenGenerated {
+		t.Fatalf("APP_ENV wins: %+v %v", c, err)
+	}
+}
+
+func TestInvalidValuesNameTheVariable(t *testing.T) {
+	for k, v := range map[string]string{
+		"PORT": "x", "CHAT_HISTORY": "0", "CHAT_PUBLIC_READ": "maybe", "LOG_LEVEL": "loud",
+		"APP_ENV": "staging", "CHAT_ADMIN_TOKEN": "short",
+	} {
+		_, err := Load(envOf(map[string]string{k: v}))
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: err = %v", k, v, err)
+		}
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"CHAT_ADMIN_TOKEN": "super-secret-token-1", "REDIS_URL": "redis://user:pw@host:6379/0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fmt.Sprint(slog.AnyValue(c).Resolve())
+	if strings.Contains(s, "super-secret") || strings.Contains(s, "pw@") || !strings.Contains(s, "redis://***@host") {
+		t.Fatalf("log value %s", s)
+	}
+}

@@ -1,0 +1,532 @@
+// Package memory is the in-process chat engine: every Store method under one
+// mutex, bounded history per channel, and a broadcast so event readers block
+// until something new arrives. One instance only; state dies with it.
+package memory
+
+import (
+	"context"
+	"crypto/subtle"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+var _ chat.Store = (*Store)(nil)
+
+type channel struct {
+	settings chat.Channel
+	log      []chat.Event // channel order; trimmed from the front
+	lastID   int64        // last message id handed out
+	lastSeq  int64        // events since the last message
+	// trimmed is the id of the last message removed from the window; a
+	// reader after a cursor below it has missed something.
+	trimmed int64
+	// wake is closed and replaced whenever the log grows, waking every
+	// blocked reader at once.
+	wake chan struct{}
+}
+
+// Store is the memory engine.
+type Store struct {
+	history int
+
+	mu       sync.Mutex
+	channels map[string]*channel
+	users    map[string]chat.User
+	names    map[string]string // lower-case name -> id
+	tokens   map[string]string // token hash -> id
+	commands map[string]chat.Command
+	triggers map[string]string // name or alias -> name
+	filters  map[string]chat.Filter
+	filterN  int64
+	gates    map[string]time.Time
+}
+
+// New returns an empty store keeping history messages per channel.
+func New(history int) *Store {
+	if history <= 0 {
+		history = chat.DefaultHistory
+	}
+	return &Store{
+		history:  history,
+		channels: map[string]*channel{},
+		users:    map[string]chat.User{},
+		names:    map[string]string{},
+		tokens:   map[string]string{},
+		commands: map[string]chat.Command{},
+		triggers: map[string]string{},
+		filters:  map[string]chat.Filter{},
+		gates:    map[string]time.Time{},
+	}
+}
+
+func (s *Store) channel(name string) *channel {
+	c, ok := s.channels[name]
+	if !ok {
+		c = &channel{settings: chat.Channel{Name: name}, wake: make(chan struct{})}
+		s.channels[name] = c
+	}
+	return c
+}
+
+// append adds ev to c's log (caller holds mu) and wakes the readers.
+func (s *Store) append(c *channel, ev chat.Event) chat.Event {
+	if ev.Type == chat.EventMessage {
+		c.lastID++
+		c.lastSeq = 0
+		ev.Cursor = chat.Cursor{ID: c.lastID}
+		ev.Message.ID = c.lastID
+	} else {
+		c.lastSeq++
+		ev.Cursor = chat.Cursor{ID: c.lastID, Seq: c.lastSeq}
+	}
+	c.log = append(c.log, ev)
+	// Keep the last `history` messages and the events after the oldest
+	// kept one's predecessor, exactly like the Redis engine's MINID trim.
+	if cut := c.lastID - int64(s.history); cut > c.trimmed {
+		i := sort.Search(len(c.log), func(i int) bool { return !c.log[i].Cursor.Less(chat.Cursor{ID: cut, Seq: 1}) })
+		c.log = append([]chat.Event(nil), c.log[i:]...) // copy so the old array can be freed
+		c.trimmed = cut
+	}
+	close(c.wake)
+	c.wake = make(chan struct{})
+	return ev
+}
+
+// AppendMessage implements chat.Store.
+func (s *Store) AppendMessage(_ context.Context, m chat.Message) (chat.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(m.Channel)
+	ev := s.append(c, chat.Event{Type: chat.EventMessage, Channel: m.Channel, Message: &m})
+	return *ev.Message, nil
+}
+
+// find returns the index of the log entry at cursor, or -1.
+func (c *channel) find(cur chat.Cursor) int {
+	i := sort.Search(len(c.log), func(i int) bool { return !c.log[i].Cursor.Less(cur) })
+	if i < len(c.log) && c.log[i].Cursor == cur {
+		return i
+	}
+	return -1
+}
+
+// Messages implements chat.Store.
+func (s *Store) Messages(_ context.Context, name string, p chat.Page) ([]chat.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[name]
+	if !ok {
+		return []chat.Message{}, nil
+	}
+	lo, hi := chat.PageRange(p, c.lastID, c.trimmed)
+	out := []chat.Message{}
+	if lo > hi {
+		return out, nil
+	}
+	i := sort.Search(len(c.log), func(i int) bool { return !c.log[i].Cursor.Less(chat.Cursor{ID: lo}) })
+	for ; i < len(c.log) && c.log[i].Cursor.ID <= hi; i++ {
+		if c.log[i].Type == chat.EventMessage {
+			out = append(out, *c.log[i].Message)
+		}
+	}
+	return out, nil
+}
+
+// Message implements chat.Store.
+func (s *Store) Message(_ context.Context, name string, id int64) (chat.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[name]
+	if !ok {
+		return chat.Message{}, chat.NotFound("message")
+	}
+	i := c.find(chat.Cursor{ID: id})
+	if i < 0 {
+		return chat.Message{}, chat.NotFound("message")
+	}
+	return *c.log[i].Message, nil
+}
+
+// DeleteMessage implements chat.Store.
+func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time) (chat.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[name]
+	if !ok {
+		return chat.Message{}, chat.NotFound("message")
+	}
+	i := c.find(chat.Cursor{ID: id})
+	if i < 0 {
+		return chat.Message{}, chat.NotFound("message")
+	}
+	m := *c.log[i].Message
+	if m.Deleted {
+		return m, nil
+	}
+	t := m.Tombstone(at)
+	// Events hold their own copy so a reader that got the message event
+	// earlier never sees it change under it.
+	c.log[i].Message = &t
+	t2 := t
+	s.append(c, chat.Event{Type: chat.EventMessageDeleted, Channel: name, Message: &t2})
+	return t, nil
+}
+
+// ReadEvents implements chat.EventLog.
+func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, limit int, block time.Duration) ([]chat.Event, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var timer <-chan time.Time
+	for {
+		s.mu.Lock()
+		c := s.channel(name)
+		if !recoverable(c, after) {
+			s.mu.Unlock()
+			return nil, chat.ErrHistoryGone
+		}
+		i := sort.Search(len(c.log), func(i int) bool { return after.Less(c.log[i].Cursor) })
+		if i < len(c.log) {
+			n := min(limit, len(c.log)-i)
+			out := make([]chat.Event, n)
+			copy(out, c.log[i:i+n])
+			s.mu.Unlock()
+			return out, nil
+		}
+		wake := c.wake
+		s.mu.Unlock()
+		if block <= 0 {
+			return nil, nil
+		}
+		if timer == nil {
+			t := time.NewTimer(block)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-wake:
+		case <-timer:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func recoverable(c *channel, after chat.Cursor) bool {
+	if after.ID < c.trimmed || after.ID > c.lastID {
+		return false
+	}
+	return !(after.ID == c.lastID && after.Seq > c.lastSeq)
+}
+
+// Recoverable implements chat.EventLog.
+func (s *Store) Recoverable(_ context.Context, name string, after chat.Cursor) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return recoverable(s.channel(name), after), nil
+}
+
+// Head implements chat.EventLog.
+func (s *Store) Head(_ context.Context, name string) (chat.Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(name)
+	return chat.Cursor{ID: c.lastID, Seq: c.lastSeq}, nil
+}
+
+// Channel implements chat.Store.
+func (s *Store) Channel(_ context.Context, name string) (chat.Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.channels[name]; ok {
+		return c.settings, nil
+	}
+	return chat.Channel{Name: name}, nil
+}
+
+// SaveChannel implements chat.Store.
+func (s *Store) SaveChannel(_ context.Context, c chat.Channel) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channel(c.Name).settings = c
+	return nil
+}
+
+// CreateUser implements chat.Store.
+func (s *Store) CreateUser(_ context.Context, u chat.User) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tokens[u.TokenHash]; ok {
+		return &chat.Error{Kind: chat.KindConflict, Message: "token already in use", Reason: "token"}
+	}
+	if _, ok := s.names[strings.ToLower(u.Name)]; ok {
+		return &chat.Error{Kind: chat.KindConflict, Message: "user name " + u.Name + " is taken", Reason: "name"}
+	}
+	if _, ok := s.users[u.ID]; ok {
+		return &chat.Error{Kind: chat.KindConflict, Message: "user id is taken", Reason: "id"}
+	}
+	s.users[u.ID] = u
+	s.names[strings.ToLower(u.Name)] = u.ID
+	s.tokens[u.TokenHash] = u.ID
+	return nil
+}
+
+// User implements chat.Store.
+func (s *Store) User(_ context.Context, id string) (chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[id]
+	if !ok {
+		return chat.User{}, chat.NotFound("user")
+	}
+	return u, nil
+}
+
+// UserByTokenHash implements chat.Store.
+func (s *Store) UserByTokenHash(_ context.Context, hash string) (chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.tokens[hash]
+	if !ok {
+		return chat.User{}, chat.NotFound("user")
+	}
+	u := s.users[id]
+	// The map lookup already matched; compare once more in constant time
+	// so this path never leaks timing about a stored hash.
+	if subtle.ConstantTimeCompare([]byte(u.TokenHash), []byte(hash)) != 1 {
+		return chat.User{}, chat.NotFound("user")
+	}
+	return u, nil
+}
+
+// Users implements chat.Store.
+func (s *Store) Users(_ context.Context) ([]chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]chat.User, 0, len(s.users))
+	for _, u := range s.users {
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// UpdateUser implements chat.Store.
+func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[id]
+	if !ok {
+		return chat.User{}, chat.NotFound("user")
+	}
+	if u.Role != ifRole {
+		return chat.User{}, chat.Conflict("the user's role changed meanwhile; try again")
+	}
+	if p.Role != nil {
+		u.Role = *p.Role
+	}
+	if p.TimedOutUntil != nil {
+		u.TimedOutUntil = *p.TimedOutUntil
+	}
+	if p.Banned != nil {
+		u.Banned = *p.Banned
+	}
+	if p.ModReason != nil {
+		u.ModReason = *p.ModReason
+	}
+	s.users[id] = u
+	if ev != nil {
+		s.append(s.channel(ev.Channel), *ev)
+	}
+	return u, nil
+}
+
+// DeleteUser implements chat.Store.
+func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[id]
+	if !ok {
+		return chat.NotFound("user")
+	}
+	if u.Role != ifRole {
+		return chat.Conflict("the user's role changed meanwhile; try again")
+	}
+	delete(s.users, id)
+	delete(s.names, strings.ToLower(u.Name))
+	delete(s.tokens, u.TokenHash)
+	return nil
+}
+
+func (s *Store) triggersFree(c chat.Command) error {
+	for _, t := range c.Triggers() {
+		if owner, ok := s.triggers[t]; ok && owner != c.Name {
+			return &chat.Error{Kind: chat.KindConflict, Message: "trigger " + t + " is taken by " + owner, Reason: "command"}
+		}
+	}
+	return nil
+}
+
+// CreateCommand implements chat.Store.
+func (s *Store) CreateCommand(_ context.Context, c chat.Command) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.triggers[c.Name]; ok {
+		return &chat.Error{Kind: chat.KindConflict, Message: "command " + c.Name + " already exists", Reason: "command"}
+	}
+	if err := s.triggersFree(c); err != nil {
+		return err
+	}
+	c.Aliases = append([]string(nil), c.Aliases...)
+	s.commands[c.Name] = c
+	for _, t := range c.Triggers() {
+		s.triggers[t] = c.Name
+	}
+	return nil
+}
+
+// Command implements chat.Store.
+func (s *Store) Command(_ context.Context, trigger string) (chat.Command, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, ok := s.triggers[trigger]
+	if !ok {
+		return chat.Command{}, chat.NotFound("command")
+	}
+	c := s.commands[name]
+	c.Aliases = append([]string{}, c.Aliases...)
+	return c, nil
+}
+
+// Commands implements chat.Store.
+func (s *Store) Commands(_ context.Context) ([]chat.Command, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]chat.Command, 0, len(s.commands))
+	for _, c := range s.commands {
+		c.Aliases = append([]string{}, c.Aliases...)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// UpdateCommand implements chat.Store.
+func (s *Store) UpdateCommand(_ context.Context, name string, c chat.Command) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.commands[name]
+	if !ok {
+		return chat.NotFound("command")
+	}
+	if err := s.triggersFree(c); err != nil {
+		return err
+	}
+	for _, t := range old.Triggers() {
+		delete(s.triggers, t)
+	}
+	c.Count = old.Count // the counter is owned by CountCommand
+	c.Aliases = append([]string(nil), c.Aliases...)
+	s.commands[name] = c
+	for _, t := range c.Triggers() {
+		s.triggers[t] = name
+	}
+	return nil
+}
+
+// DeleteCommand implements chat.Store.
+func (s *Store) DeleteCommand(_ context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commands[name]
+	if !ok {
+		return chat.NotFound("command")
+	}
+	for _, t := range c.Triggers() {
+		delete(s.triggers, t)
+	}
+	delete(s.commands, name)
+	return nil
+}
+
+// CountCommand implements chat.Store.
+func (s *Store) CountCommand(_ context.Context, name string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.commands[name]
+	if !ok {
+		return 0, chat.NotFound("command")
+	}
+	c.Count++
+	s.commands[name] = c
+	return c.Count, nil
+}
+
+// CreateFilter implements chat.Store.
+func (s *Store) CreateFilter(_ context.Context, f chat.Filter) (chat.Filter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.filterN++
+	f.ID = "f" + strconv.FormatInt(s.filterN, 10)
+	s.filters[f.ID] = f
+	return f, nil
+}
+
+// Filters implements chat.Store.
+func (s *Store) Filters(_ context.Context) ([]chat.Filter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]chat.Filter, 0, len(s.filters))
+	for _, f := range s.filters {
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// DeleteFilter implements chat.Store.
+func (s *Store) DeleteFilter(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.filters[id]; !ok {
+		return chat.NotFound("filter")
+	}
+	delete(s.filters, id)
+	return nil
+}
+
+// Acquire implements chat.Store.
+func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var wait time.Duration
+	for _, g := range gates {
+		if until, ok := s.gates[g.Channel+"\x00"+g.Key]; ok {
+			wait = max(wait, until.Sub(now))
+		}
+	}
+	if wait > 0 {
+		return wait, nil
+	}
+	for _, g := range gates {
+		s.gates[g.Channel+"\x00"+g.Key] = now.Add(g.For)
+	}
+	// Forget expired gates now and then so the map does not grow forever.
+	if len(s.gates) > 10000 {
+		for k, until := range s.gates {
+			if !until.After(now) {
+				delete(s.gates, k)
+			}
+		}
+	}
+	return 0, nil
+}
+
+// Ping implements chat.Store.
+func (s *Store) Ping(context.Context) error { return nil }
+
+// Close implements chat.Store.
+func (s *Store) Close() error { return nil }

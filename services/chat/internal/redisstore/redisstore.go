@@ -1,0 +1,765 @@
+// Package redisstore is the Redis chat engine: one Stream per channel holds
+// its messages and moderation events (entry id "<message id>-<seq>"), and
+// users, commands and filters live in hashes, so any number of replicas
+// share them. Multi-key writes are Lua scripts; every Redis failure is
+// reported as the domain's Unavailable error.
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+var _ chat.Store = (*Store)(nil)
+
+// Store is the Redis engine.
+type Store struct {
+	rdb      redis.UniversalClient
+	blocking redis.UniversalClient
+	owned    []redis.UniversalClient
+	history  int
+	prefix   string
+}
+
+// Options configure the engine.
+type Options struct {
+	// History is how many messages a channel keeps (CHAT_HISTORY).
+	History int
+	// Prefix starts every key (default "chat:"); tests use it to share a server.
+	Prefix string
+	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK). Each
+	// blocked read holds a connection, so a separate pool keeps live
+	// delivery from starving sends. Default: the main client.
+	Blocking redis.UniversalClient
+}
+
+// New wraps a client. The Store does not own rdb unless built by Open.
+func New(rdb redis.UniversalClient, opts Options) *Store {
+	if opts.History <= 0 {
+		opts.History = chat.DefaultHistory
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "chat:"
+	}
+	if opts.Blocking == nil {
+		opts.Blocking = rdb
+	}
+	return &Store{rdb: rdb, blocking: opts.Blocking, history: opts.History, prefix: opts.Prefix}
+}
+
+// Open connects to the server named by a redis:// URL, with a second
+// connection pool for blocking reads, and checks that it answers. Close
+// releases both.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(o)
+	blocking := redis.NewClient(o)
+	opts.Blocking = blocking
+	s := New(rdb, opts)
+	s.owned = []redis.UniversalClient{rdb, blocking}
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Client returns the underlying client.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// ---- keys ----
+
+// Channel keys share a hash tag so a channel's scripts stay on one slot.
+func (s *Store) ck(channel, what string) string { return s.prefix + "{ch:" + channel + "}:" + what }
+func (s *Store) userKey(id string) string       { return s.prefix + "user:" + id }
+func (s *Store) k(what string) string           { return s.prefix + what }
+
+// fail turns a backend error into the domain's Unavailable error, and lets
+// context cancellation through as itself.
+func fail(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return chat.Unavailable(op, err)
+}
+
+// scriptStatus maps the error replies our scripts use to domain errors.
+func scriptStatus(op string, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "NOTFOUND"):
+		return chat.NotFound(what)
+	case strings.HasPrefix(msg, "CONFLICT"):
+		return chat.Conflict("the " + what + " changed meanwhile; try again")
+	}
+	return fail(op, err)
+}
+
+// ---- messages and events ----
+
+func cursorID(c chat.Cursor) string {
+	return strconv.FormatInt(c.ID, 10) + "-" + strconv.FormatInt(c.Seq, 10)
+}
+
+func parseEntryID(id string) (chat.Cursor, error) {
+	ms, seq, ok := strings.Cut(id, "-")
+	if !ok {
+		return chat.Cursor{}, fmt.Errorf("stream id %q", id)
+	}
+	a, err1 := strconv.ParseInt(ms, 10, 64)
+	b, err2 := strconv.ParseInt(seq, 10, 64)
+	if err1 != nil || err2 != nil {
+		return chat.Cursor{}, fmt.Errorf("stream id %q", id)
+	}
+	return chat.Cursor{ID: a, Seq: b}, nil
+}
+
+// decode turns a stream entry into an event: the entry id is the cursor
+// (and the message id), the "d" field the event without them.
+func decode(channel string, x redis.XMessage) (chat.Event, error) {
+	cur, err := parseEntryID(x.ID)
+	if err != nil {
+		return chat.Event{}, err
+	}
+	d, _ := x.Values["d"].(string)
+	var ev chat.Event
+	if err := json.Unmarshal([]byte(d), &ev); err != nil {
+		return chat.Event{}, fmt.Errorf("decode stream entry %s: %w", x.ID, err)
+	}
+	ev.Cursor = cur
+	ev.Channel = channel
+	if ev.Type == chat.EventMessage && ev.Message != nil {
+		ev.Message.ID = cur.ID
+		ev.Message.Channel = channel
+	}
+	return ev, nil
+}
+
+// AppendMessage implements chat.Store.
+func (s *Store) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
+	m.ID = 0
+	data, err := json.Marshal(chat.Event{Type: chat.EventMessage, Message: &m})
+	if err != nil {
+		return chat.Message{}, fmt.Errorf("encode message: %w", err)
+	}
+	ch := m.Channel
+	id, err := appendMessage.Run(ctx, s.rdb,
+		[]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")},
+		s.history, data).Int64()
+	if err != nil {
+		return chat.Message{}, fail("append message", err)
+	}
+	m.ID = id
+	return m, nil
+}
+
+// applyTombstones replaces deleted messages by their tombstones.
+func (s *Store) applyTombstones(ctx context.Context, channel string, ms []chat.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = strconv.FormatInt(m.ID, 10)
+	}
+	vals, err := s.rdb.HMGet(ctx, s.ck(channel, "deleted"), ids...).Result()
+	if err != nil {
+		return fail("read tombstones", err)
+	}
+	for i, v := range vals {
+		if str, ok := v.(string); ok {
+			ms[i] = ms[i].Tombstone(msTime(str))
+		}
+	}
+	return nil
+}
+
+func msTime(s string) time.Time {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return time.UnixMilli(n).UTC()
+}
+
+// bounds reads the last message id and the trim mark.
+func (s *Store) bounds(ctx context.Context, channel string) (last, trimmed int64, err error) {
+	vals, err := s.rdb.MGet(ctx, s.ck(channel, "seq"), s.ck(channel, "trim")).Result()
+	if err != nil {
+		return 0, 0, fail("read channel bounds", err)
+	}
+	if v, ok := vals[0].(string); ok {
+		last, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if v, ok := vals[1].(string); ok {
+		trimmed, _ = strconv.ParseInt(v, 10, 64)
+	}
+	return last, trimmed, nil
+}
+
+// Messages implements chat.Store.
+func (s *Store) Messages(ctx context.Context, channel string, p chat.Page) ([]chat.Message, error) {
+	last, trimmed, err := s.bounds(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	out := []chat.Message{}
+	lo, hi := chat.PageRange(p, last, trimmed)
+	if lo > hi {
+		return out, nil
+	}
+	xs, err := s.rdb.XRange(ctx, s.ck(channel, "log"), strconv.FormatInt(lo, 10)+"-0", strconv.FormatInt(hi, 10)+"-0").Result()
+	if err != nil {
+		return nil, fail("read messages", err)
+	}
+	for _, x := range xs {
+		if x.Values["t"] != string(chat.EventMessage) {
+			continue
+		}
+		ev, err := decode(channel, x)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *ev.Message)
+	}
+	if err := s.applyTombstones(ctx, channel, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Message implements chat.Store.
+func (s *Store) Message(ctx context.Context, channel string, id int64) (chat.Message, error) {
+	eid := strconv.FormatInt(id, 10) + "-0"
+	xs, err := s.rdb.XRange(ctx, s.ck(channel, "log"), eid, eid).Result()
+	if err != nil {
+		return chat.Message{}, fail("read message", err)
+	}
+	if len(xs) == 0 {
+		return chat.Message{}, chat.NotFound("message")
+	}
+	ev, err := decode(channel, xs[0])
+	if err != nil {
+		return chat.Message{}, err
+	}
+	ms := []chat.Message{*ev.Message}
+	if err := s.applyTombstones(ctx, channel, ms); err != nil {
+		return chat.Message{}, err
+	}
+	return ms[0], nil
+}
+
+// DeleteMessage implements chat.Store.
+func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (chat.Message, error) {
+	m, err := s.Message(ctx, channel, id)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	if m.Deleted {
+		return m, nil
+	}
+	t := m.Tombstone(at)
+	data, err := json.Marshal(chat.Event{Type: chat.EventMessageDeleted, Message: &t})
+	if err != nil {
+		return chat.Message{}, fmt.Errorf("encode tombstone: %w", err)
+	}
+	res, err := deleteMessage.Run(ctx, s.rdb,
+		[]string{s.ck(channel, "log"), s.ck(channel, "deleted"), s.ck(channel, "seq")},
+		id, at.UnixMilli(), data).Int64()
+	if err != nil {
+		return chat.Message{}, fail("delete message", err)
+	}
+	switch res {
+	case 0:
+		return chat.Message{}, chat.NotFound("message")
+	case 2: // another replica won the race; report its tombstone
+		return s.Message(ctx, channel, id)
+	}
+	return t, nil
+}
+
+// ReadEvents implements chat.EventLog. It reads with XRANGE first and only
+// then blocks with XREAD from the same id, so nothing between the two is
+// skipped; the trim mark is read in the same transaction as the entries,
+// and again after a blocking read, to tell a gap from a quiet channel.
+func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Cursor, limit int, block time.Duration) ([]chat.Event, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	log := s.ck(channel, "log")
+	var xr *redis.XMessageSliceCmd
+	var seq, trim *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		xr = p.XRangeN(ctx, log, "("+cursorID(after), "+", int64(limit))
+		seq = p.Get(ctx, s.ck(channel, "seq"))
+		trim = p.Get(ctx, s.ck(channel, "trim"))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) || xr.Err() != nil {
+		return nil, fail("read events", errors.Join(err, xr.Err()))
+	}
+	last, _ := strconv.ParseInt(seq.Val(), 10, 64)
+	trimmed, _ := strconv.ParseInt(trim.Val(), 10, 64)
+	if after.ID < trimmed || after.ID > last {
+		return nil, chat.ErrHistoryGone
+	}
+	xs := xr.Val()
+	if len(xs) == 0 && block > 0 {
+		streams, err := s.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{log, cursorID(after)}, Count: int64(limit), Block: block}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fail("wait for events", err)
+		}
+		if len(streams) > 0 {
+			xs = streams[0].Messages
+		}
+		if len(xs) > 0 {
+			trimmed, err := s.rdb.Get(ctx, s.ck(channel, "trim")).Int64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fail("read events", err)
+			}
+			if after.ID < trimmed {
+				return nil, chat.ErrHistoryGone
+			}
+		}
+	}
+	out := make([]chat.Event, 0, len(xs))
+	for _, x := range xs {
+		ev, err := decode(channel, x)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// Recoverable implements chat.EventLog.
+func (s *Store) Recoverable(ctx context.Context, channel string, after chat.Cursor) (bool, error) {
+	last, trimmed, err := s.bounds(ctx, channel)
+	if err != nil {
+		return false, err
+	}
+	return after.ID >= trimmed && after.ID <= last, nil
+}
+
+// Head implements chat.EventLog.
+func (s *Store) Head(ctx context.Context, channel string) (chat.Cursor, error) {
+	xs, err := s.rdb.XRevRangeN(ctx, s.ck(channel, "log"), "+", "-", 1).Result()
+	if err != nil {
+		return chat.Cursor{}, fail("read head", err)
+	}
+	if len(xs) == 0 {
+		last, _, err := s.bounds(ctx, channel)
+		return chat.Cursor{ID: last}, err
+	}
+	return parseEntryID(xs[0].ID)
+}
+
+// ---- channels ----
+
+// Channel implements chat.Store.
+func (s *Store) Channel(ctx context.Context, name string) (chat.Channel, error) {
+	v, err := s.rdb.HGet(ctx, s.ck(name, "settings"), "slow_mode_seconds").Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return chat.Channel{}, fail("read channel", err)
+	}
+	return chat.Channel{Name: name, SlowModeSeconds: v}, nil
+}
+
+// SaveChannel implements chat.Store.
+func (s *Store) SaveChannel(ctx context.Context, c chat.Channel) error {
+	if err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds).Err(); err != nil {
+		return fail("save channel", err)
+	}
+	return nil
+}
+
+// ---- users ----
+
+const timeLayout = time.RFC3339Nano
+
+func userFields(u chat.User) []any {
+	until := ""
+	if u.TimedOutUntil != nil {
+		until = u.TimedOutUntil.UTC().Format(timeLayout)
+	}
+	return []any{"id", u.ID, "name", u.Name, "lname", strings.ToLower(u.Name), "role", string(u.Role),
+		"created_at", u.CreatedAt.UTC().Format(timeLayout), "timeout_until", until,
+		"banned", strconv.FormatBool(u.Banned), "reason", u.ModReason, "token", u.TokenHash}
+}
+
+func parseUser(m map[string]string) (chat.User, error) {
+	if len(m) == 0 {
+		return chat.User{}, chat.NotFound("user")
+	}
+	u := chat.User{ID: m["id"], Name: m["name"], Role: chat.Role(m["role"]), ModReason: m["reason"], TokenHash: m["token"]}
+	u.Banned = m["banned"] == "true"
+	var err error
+	if u.CreatedAt, err = time.Parse(timeLayout, m["created_at"]); err != nil {
+		return chat.User{}, fmt.Errorf("user %s: created_at: %w", u.ID, err)
+	}
+	if v := m["timeout_until"]; v != "" {
+		t, err := time.Parse(timeLayout, v)
+		if err != nil {
+			return chat.User{}, fmt.Errorf("user %s: timeout_until: %w", u.ID, err)
+		}
+		u.TimedOutUntil = &t
+	}
+	return u, nil
+}
+
+func (s *Store) userIndexKeys(id string) []string {
+	return []string{s.userKey(id), s.k("user_names"), s.k("user_tokens"), s.k("user_ids")}
+}
+
+// CreateUser implements chat.Store.
+func (s *Store) CreateUser(ctx context.Context, u chat.User) error {
+	args := append([]any{u.ID, strings.ToLower(u.Name), u.TokenHash}, userFields(u)...)
+	taken, err := createUser.Run(ctx, s.rdb, s.userIndexKeys(u.ID), args...).Text()
+	if err != nil {
+		return fail("create user", err)
+	}
+	switch taken {
+	case "":
+		return nil
+	case "name":
+		return &chat.Error{Kind: chat.KindConflict, Message: "user name " + u.Name + " is taken", Reason: "name"}
+	case "token":
+		return &chat.Error{Kind: chat.KindConflict, Message: "token already in use", Reason: "token"}
+	}
+	return &chat.Error{Kind: chat.KindConflict, Message: "user id is taken", Reason: taken}
+}
+
+// User implements chat.Store.
+func (s *Store) User(ctx context.Context, id string) (chat.User, error) {
+	m, err := s.rdb.HGetAll(ctx, s.userKey(id)).Result()
+	if err != nil {
+		return chat.User{}, fail("read user", err)
+	}
+	return parseUser(m)
+}
+
+// UserByTokenHash implements chat.Store. The hash is the lookup key, so no
+// stored secret is compared here.
+func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, error) {
+	id, err := s.rdb.HGet(ctx, s.k("user_tokens"), hash).Result()
+	if errors.Is(err, redis.Nil) {
+		return chat.User{}, chat.NotFound("user")
+	}
+	if err != nil {
+		return chat.User{}, fail("read token", err)
+	}
+	return s.User(ctx, id)
+}
+
+// Users implements chat.Store.
+func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
+	ids, err := s.rdb.SMembers(ctx, s.k("user_ids")).Result()
+	if err != nil {
+		return nil, fail("list users", err)
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.userKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fail("list users", err)
+	}
+	out := make([]chat.User, 0, len(ids))
+	for _, c := range cmds {
+		if len(c.Val()) == 0 {
+			continue // deleted between SMEMBERS and HGETALL
+		}
+		u, err := parseUser(c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// UpdateUser implements chat.Store.
+func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+	var fields []any
+	if p.Role != nil {
+		fields = append(fields, "role", string(*p.Role))
+	}
+	if p.TimedOutUntil != nil {
+		v := ""
+		if *p.TimedOutUntil != nil {
+			v = (*p.TimedOutUntil).UTC().Format(timeLayout)
+		}
+		fields = append(fields, "timeout_until", v)
+	}
+	if p.Banned != nil {
+		fields = append(fields, "banned", strconv.FormatBool(*p.Banned))
+	}
+	if p.ModReason != nil {
+		fields = append(fields, "reason", *p.ModReason)
+	}
+	keys := []string{s.userKey(id), s.k("none"), s.k("none")}
+	evType, evData := "", []byte{}
+	if ev != nil {
+		var err error
+		keys[1], keys[2] = s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq")
+		evType = string(ev.Type)
+		if evData, err = json.Marshal(ev); err != nil {
+			return chat.User{}, fmt.Errorf("encode event: %w", err)
+		}
+	}
+	args := append([]any{string(ifRole), evType, evData}, fields...)
+	res, err := updateUser.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		return chat.User{}, scriptStatus("update user", err, "user")
+	}
+	m := make(map[string]string, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		m[res[i]] = res[i+1]
+	}
+	return parseUser(m)
+}
+
+// DeleteUser implements chat.Store.
+func (s *Store) DeleteUser(ctx context.Context, id string, ifRole chat.Role) error {
+	err := deleteUser.Run(ctx, s.rdb, s.userIndexKeys(id), id, string(ifRole)).Err()
+	return scriptStatus("delete user", err, "user")
+}
+
+// ---- commands ----
+
+func (s *Store) commandKeys() []string {
+	return []string{s.k("commands"), s.k("command_triggers"), s.k("command_counts")}
+}
+
+func encodeCommand(c chat.Command) ([]byte, error) {
+	c.Count = 0 // the counter lives in its own hash so it is never lost to an update
+	if c.Aliases == nil {
+		c.Aliases = []string{}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	return b, nil
+}
+
+func triggerArgs(name string, data []byte, c chat.Command) []any {
+	args := []any{name, data}
+	for _, t := range c.Triggers() {
+		args = append(args, t)
+	}
+	return args
+}
+
+func takenBy(owner, trigger string) error {
+	return &chat.Error{Kind: chat.KindConflict, Reason: "command", Message: "a trigger of " + trigger + " is taken by " + owner}
+}
+
+// CreateCommand implements chat.Store.
+func (s *Store) CreateCommand(ctx context.Context, c chat.Command) error {
+	data, err := encodeCommand(c)
+	if err != nil {
+		return err
+	}
+	owner, err := createCommand.Run(ctx, s.rdb, s.commandKeys()[:2], triggerArgs(c.Name, data, c)...).Text()
+	if err != nil {
+		return fail("create command", err)
+	}
+	if owner == c.Name {
+		return &chat.Error{Kind: chat.KindConflict, Reason: "command", Message: "command " + c.Name + " already exists"}
+	}
+	if owner != "" {
+		return takenBy(owner, c.Name)
+	}
+	return nil
+}
+
+// Command implements chat.Store.
+func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, error) {
+	name, err := s.rdb.HGet(ctx, s.k("command_triggers"), trigger).Result()
+	if errors.Is(err, redis.Nil) {
+		return chat.Command{}, chat.NotFound("command")
+	}
+	if err != nil {
+		return chat.Command{}, fail("read command", err)
+	}
+	var raw, count *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		raw = p.HGet(ctx, s.k("commands"), name)
+		count = p.HGet(ctx, s.k("command_counts"), name)
+		return nil
+	})
+	if errors.Is(raw.Err(), redis.Nil) {
+		return chat.Command{}, chat.NotFound("command")
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return chat.Command{}, fail("read command", err)
+	}
+	var c chat.Command
+	if err := json.Unmarshal([]byte(raw.Val()), &c); err != nil {
+		return chat.Command{}, fmt.Errorf("decode command %s: %w", name, err)
+	}
+	c.Count, _ = strconv.ParseInt(count.Val(), 10, 64)
+	return c, nil
+}
+
+// Commands implements chat.Store.
+func (s *Store) Commands(ctx context.Context) ([]chat.Command, error) {
+	var raw, counts *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		raw = p.HGetAll(ctx, s.k("commands"))
+		counts = p.HGetAll(ctx, s.k("command_counts"))
+		return nil
+	})
+	if err != nil {
+		return nil, fail("list commands", err)
+	}
+	out := make([]chat.Command, 0, len(raw.Val()))
+	for name, data := range raw.Val() {
+		var c chat.Command
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return nil, fmt.Errorf("decode command %s: %w", name, err)
+		}
+		c.Count, _ = strconv.ParseInt(counts.Val()[name], 10, 64)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// UpdateCommand implements chat.Store.
+func (s *Store) UpdateCommand(ctx context.Context, name string, c chat.Command) error {
+	data, err := encodeCommand(c)
+	if err != nil {
+		return err
+	}
+	owner, err := updateCommand.Run(ctx, s.rdb, s.commandKeys()[:2], triggerArgs(name, data, c)...).Text()
+	if err != nil {
+		return scriptStatus("update command", err, "command")
+	}
+	if owner != "" {
+		return takenBy(owner, name)
+	}
+	return nil
+}
+
+// DeleteCommand implements chat.Store.
+func (s *Store) DeleteCommand(ctx context.Context, name string) error {
+	n, err := deleteCommand.Run(ctx, s.rdb, s.commandKeys(), name).Int()
+	if err != nil {
+		return fail("delete command", err)
+	}
+	if n == 0 {
+		return chat.NotFound("command")
+	}
+	return nil
+}
+
+// CountCommand implements chat.Store.
+func (s *Store) CountCommand(ctx context.Context, name string) (int64, error) {
+	n, err := countCommand.Run(ctx, s.rdb, []string{s.k("commands"), s.k("command_counts")}, name).Int64()
+	if err != nil {
+		return 0, scriptStatus("count command", err, "command")
+	}
+	return n, nil
+}
+
+// ---- filters ----
+
+// CreateFilter implements chat.Store.
+func (s *Store) CreateFilter(ctx context.Context, f chat.Filter) (chat.Filter, error) {
+	f.ID = ""
+	data, err := json.Marshal(f)
+	if err != nil {
+		return chat.Filter{}, fmt.Errorf("encode filter: %w", err)
+	}
+	id, err := createFilter.Run(ctx, s.rdb, []string{s.k("filters"), s.k("filter_seq")}, data).Text()
+	if err != nil {
+		return chat.Filter{}, fail("create filter", err)
+	}
+	f.ID = id
+	return f, nil
+}
+
+// Filters implements chat.Store.
+func (s *Store) Filters(ctx context.Context) ([]chat.Filter, error) {
+	m, err := s.rdb.HGetAll(ctx, s.k("filters")).Result()
+	if err != nil {
+		return nil, fail("list filters", err)
+	}
+	out := make([]chat.Filter, 0, len(m))
+	for id, data := range m {
+		var f chat.Filter
+		if err := json.Unmarshal([]byte(data), &f); err != nil {
+			return nil, fmt.Errorf("decode filter %s: %w", id, err)
+		}
+		f.ID = id
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// DeleteFilter implements chat.Store.
+func (s *Store) DeleteFilter(ctx context.Context, id string) error {
+	n, err := s.rdb.HDel(ctx, s.k("filters"), id).Result()
+	if err != nil {
+		return fail("delete filter", err)
+	}
+	if n == 0 {
+		return chat.NotFound("filter")
+	}
+	return nil
+}
+
+// ---- gates ----
+
+// Acquire implements chat.Store.
+func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) (time.Duration, error) {
+	if len(gates) == 0 {
+		return 0, nil
+	}
+	keys := make([]string, len(gates))
+	args := []any{now.UnixMilli()}
+	for i, g := range gates {
+		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
+		args = append(args, g.For.Milliseconds())
+	}
+	ms, err := acquire.Run(ctx, s.rdb, keys, args...).Int64()
+	if err != nil {
+		return 0, fail("acquire gate", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Ping implements chat.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fail("ping", err)
+	}
+	return nil
+}
+
+// Close implements chat.Store: it closes the clients Open made; a Store
+// built with New leaves its clients to their owner.
+func (s *Store) Close() error {
+	var errs []error
+	for _, c := range s.owned {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}

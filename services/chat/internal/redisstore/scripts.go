@@ -1,0 +1,176 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Every write that touches more than one key is one of these scripts, so it
+// is atomic on the Redis server and replicas cannot interleave halfway.
+
+// appendMessage: the next message id (INCR), the stream entry "<id>-0" and
+// the history trim happen at once, so ids never repeat and a reply of the
+// script means the message is stored. Trimming is exact with MINID
+// "<cut>-1": it drops message <cut> and everything before, but keeps the
+// events that followed <cut>, so a reader whose cursor is <cut> or later
+// lost nothing, which is what the trim mark records.
+// KEYS: seq, log, trim, deleted. ARGV: history, event json.
+var appendMessage = redis.NewScript(`
+local id = redis.call('INCR', KEYS[1])
+redis.call('XADD', KEYS[2], id .. '-0', 't', 'message', 'd', ARGV[2])
+local cut = id - tonumber(ARGV[1])
+if cut > 0 then
+  local old = tonumber(redis.call('GET', KEYS[3]) or '0')
+  if cut > old then
+    redis.call('XTRIM', KEYS[2], 'MINID', cut .. '-1')
+    redis.call('SET', KEYS[3], cut)
+    local from = math.max(old + 1, cut - 1000)
+    for i = from, cut do redis.call('HDEL', KEYS[4], tostring(i)) end
+  end
+end
+return id
+`)
+
+// deleteMessage marks a message deleted once and appends the
+// message_deleted event after the channel's last message ("<last>-*" lets
+// Redis pick the next sequence number).
+// KEYS: log, deleted, seq. ARGV: id, deleted_at ms, event json.
+// Returns 0 not found, 1 deleted, 2 already deleted.
+var deleteMessage = redis.NewScript(`
+local e = redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', ARGV[1] .. '-0')
+if #e == 0 then return 0 end
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 2 end
+local last = redis.call('GET', KEYS[3]) or '0'
+redis.call('XADD', KEYS[1], last .. '-*', 't', 'message_deleted', 'd', ARGV[3])
+return 1
+`)
+
+// createUser refuses a taken token, name or id, then writes the user and
+// its two indexes. KEYS: user, names, tokens, ids. ARGV: id, lower name,
+// token hash, then field/value pairs. Returns "" or what is taken.
+var createUser = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then return 'token' end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 'name' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'id' end
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[1])
+return ''
+`)
+
+// updateUser changes fields only if the user still holds the expected role
+// and, with an event, appends it to a channel log in the same step.
+// KEYS: user, log, seq. ARGV: role, event type (” for none), event json,
+// then field/value pairs. Returns the user's fields, or an error status.
+var updateUser = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
+if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+if ARGV[2] ~= '' then
+  local last = redis.call('GET', KEYS[3]) or '0'
+  redis.call('XADD', KEYS[2], last .. '-*', 't', ARGV[2], 'd', ARGV[3])
+end
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// deleteUser removes a user and its indexes if it still holds the role.
+// KEYS: user, names, tokens, ids. ARGV: id, role.
+var deleteUser = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
+if redis.call('HGET', KEYS[1], 'role') ~= ARGV[2] then return redis.error_reply('CONFLICT') end
+local lname = redis.call('HGET', KEYS[1], 'lname')
+local token = redis.call('HGET', KEYS[1], 'token')
+redis.call('DEL', KEYS[1])
+if lname then redis.call('HDEL', KEYS[2], lname) end
+if token then redis.call('HDEL', KEYS[3], token) end
+redis.call('SREM', KEYS[4], ARGV[1])
+return 1
+`)
+
+// createCommand claims the name and every alias or nothing, so two replicas
+// creating the same command concurrently yield one 201 and one 409.
+// KEYS: commands, triggers. ARGV: name, json, triggers... Returns "" or the
+// owner of a taken trigger.
+var createCommand = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return ARGV[1] end
+for i = 3, #ARGV do
+  local owner = redis.call('HGET', KEYS[2], ARGV[i])
+  if owner then return owner end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+for i = 3, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
+return ''
+`)
+
+// updateCommand replaces a command and moves its alias claims.
+// KEYS: commands, triggers. ARGV: name, json, new triggers...
+// Returns "" or the owner of a taken trigger; error NOTFOUND if gone.
+var updateCommand = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return redis.error_reply('NOTFOUND') end
+for i = 3, #ARGV do
+  local owner = redis.call('HGET', KEYS[2], ARGV[i])
+  if owner and owner ~= ARGV[1] then return owner end
+end
+local old = cjson.decode(raw)
+if type(old.aliases) == 'table' then
+  for _, a in ipairs(old.aliases) do redis.call('HDEL', KEYS[2], a) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+for i = 3, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
+return ''
+`)
+
+// deleteCommand removes a command, its alias claims and its counter.
+// KEYS: commands, triggers, counts. ARGV: name.
+var deleteCommand = redis.NewScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local old = cjson.decode(raw)
+if type(old.aliases) == 'table' then
+  for _, a in ipairs(old.aliases) do redis.call('HDEL', KEYS[2], a) end
+end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+`)
+
+// countCommand counts a use only while the command exists, so a deleted
+// command leaves no stray counter. KEYS: commands, counts. ARGV: name.
+var countCommand = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return redis.error_reply('NOTFOUND') end
+return redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+`)
+
+// createFilter numbers and stores a filter. KEYS: filters, seq. ARGV: json.
+var createFilter = redis.NewScript(`
+local id = 'f' .. redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], id, ARGV[1])
+return id
+`)
+
+// acquire passes all gates or none. A gate's value is the unix ms until
+// which it is closed, compared with the caller's clock (so tests can step
+// time); PX only lets Redis forget it afterwards. This is SET NX PX with the
+// clock made explicit. KEYS: gates. ARGV: now ms, then one duration ms per
+// gate. Returns the wait in ms (0: passed).
+var acquire = redis.NewScript(`
+local now = tonumber(ARGV[1])
+local wait = 0
+for i, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if v then
+    local r = tonumber(v) - now
+    if r > wait then wait = r end
+  end
+end
+if wait > 0 then return wait end
+for i, k in ipairs(KEYS) do
+  local d = tonumber(ARGV[i + 1])
+  if d > 0 then redis.call('SET', k, tostring(now + d), 'PX', d) end
+end
+return 0
+`)
