@@ -91,7 +91,9 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 			c.Next()
 			return
 		}
-		res, err := s.limiter.Allow(c.Request.Context(), prefix+client.String(), limit)
+		var buf [64]byte
+		key := string(client.AppendTo(append(buf[:0], prefix...)))
+		res, err := s.limiter.Allow(c.Request.Context(), key, limit)
 		if err != nil {
 			// The Guard has counted and logged the backend failure and
 			// applied the policy: Allowed means fail open.
@@ -105,9 +107,10 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		}
 		h := c.Writer.Header()
 		// Canonical keys set directly: this runs on every limited request.
-		h["Ratelimit-Limit"] = []string{limitHeader}
-		h["Ratelimit-Remaining"] = []string{strconv.Itoa(max(res.Remaining, 0))}
-		h["Ratelimit-Reset"] = []string{strconv.Itoa(ceilSeconds(res.ResetAfter))}
+		vals := []string{limitHeader, strconv.Itoa(max(res.Remaining, 0)), strconv.Itoa(ceilSeconds(res.ResetAfter))}
+		h["Ratelimit-Limit"] = vals[0:1:1]
+		h["Ratelimit-Remaining"] = vals[1:2:2]
+		h["Ratelimit-Reset"] = vals[2:3:3]
 		if !res.Allowed {
 			retry := ceilSeconds(res.RetryAfter)
 			s.metrics.limited.WithLabelValues(c.FullPath()).Inc()

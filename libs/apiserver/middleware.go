@@ -16,10 +16,15 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-const requestIDKey = "apiserver.request_id"
-
 // RequestID returns the request's id (X-Request-ID, honoured or generated).
-func RequestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+// It is kept in the request's own header map, which costs nothing more
+// than the response header it is echoed in.
+func RequestID(c *gin.Context) string {
+	if v := c.Request.Header["X-Request-Id"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 func newLogger(production bool, level slog.Level, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
@@ -63,12 +68,18 @@ func saneRequestID(id string) bool {
 
 func (s *Server[A]) observe(c *gin.Context) {
 	start := time.Now()
-	id := c.GetHeader("X-Request-ID")
-	if !saneRequestID(id) {
+	// Canonical keys used directly: Header.Get/Set would re-canonicalise
+	// (and allocate) on every request.
+	var id string
+	if v := c.Request.Header["X-Request-Id"]; len(v) == 1 && saneRequestID(v[0]) {
+		id = v[0]
+		c.Writer.Header()["X-Request-Id"] = v
+	} else {
 		id = idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36)
+		v := []string{id}
+		c.Request.Header["X-Request-Id"] = v
+		c.Writer.Header()["X-Request-Id"] = v
 	}
-	c.Set(requestIDKey, id)
-	c.Writer.Header()["X-Request-Id"] = []string{id} // canonical key: no re-canonicalising per request
 	s.metrics.inFlight.Inc()
 	defer func() {
 		if p := recover(); p != nil {

@@ -18,11 +18,16 @@ import (
 
 func newReplica(t *testing.T, url string, cfg RedisConfig, gcfg GuardConfig) *Guard {
 	t.Helper()
-	client, err := NewRedisClient(url, 0)
+	// Outages here are refused connections, which fail at once; the long
+	// timeout only keeps a loaded test machine from timing out a call that
+	// Redis then executes, which would consume a request the test did not
+	// count.
+	client, err := NewRedisClient(url, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
+	cfg.Timeout = 5 * time.Second
 	r, err := NewRedis(client, cfg)
 	if err != nil {
 		t.Fatal(err)
