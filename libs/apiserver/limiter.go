@@ -21,7 +21,13 @@ import (
 // so a hung Redis adds at most that to a request.
 func (s *Server[A]) setupLimiter() error {
 	if s.set.redisURL == "" {
-		s.limiter = ratelimit.NewMemory(ratelimit.MemoryConfig{})
+		// The memory store cannot fail, but the guard keeps the
+		// ratelimit_backend_errors_total series present for dashboards.
+		guard := ratelimit.NewGuard(ratelimit.NewMemory(ratelimit.MemoryConfig{}), ratelimit.GuardConfig{Logger: s.log})
+		if err := s.registry.Register(guard); err != nil {
+			return fmt.Errorf("register rate limiter metrics: %w", err)
+		}
+		s.limiter = guard
 		return nil
 	}
 	client, err := redisconn.Open(s.set.redisURL)
