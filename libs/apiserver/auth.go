@@ -26,6 +26,9 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 	}
 	if v := s.cfg.TokenValidator; v != nil {
 		res := v(token, r)
+		if res.Err != nil {
+			return zero, toError(res.Err, !s.set.production)
+		}
 		if !res.Valid {
 			msg := res.Error
 			if msg == "" {

@@ -30,6 +30,10 @@ type AuthResult[A any] struct {
 	Valid   bool
 	Error   string
 	Context A
+	// Err, when set, is answered instead (whatever Valid says): the token
+	// could not be checked, e.g. an *Error with status 503 while the user
+	// store is down. An error without a status is a 500.
+	Err error
 }
 
 // TokenValidator checks a bearer token (the seed's apiToken function).

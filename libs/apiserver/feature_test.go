@@ -195,6 +195,8 @@ func TestFeatures(t *testing.T) {
 				return apiserver.AuthResult[user]{Valid: true, Context: user{Name: "alice", Admin: true}}
 			case "guest":
 				return apiserver.AuthResult[user]{Valid: true, Context: user{Name: "guest"}}
+			case "storedown":
+				return apiserver.AuthResult[user]{Err: &apiserver.Error{Status: 503, Message: "User store unavailable", Header: http.Header{"Retry-After": {"1"}}}}
 			}
 			return apiserver.AuthResult[user]{Valid: false, Error: "Token revoked"}
 		}
@@ -310,6 +312,8 @@ func TestFeatures(t *testing.T) {
 			body: []string{`{"name":"alice","admin":true}`}},
 		{name: "validator refusal is 403 with its error", cfg: validator, req: request{method: "GET", path: "/me", header: map[string]string{"Authorization": "Bearer bob"}}, status: 403,
 			body: []string{`"message":"Token revoked"`}},
+		{name: "validator error is answered as is", cfg: validator, req: request{method: "GET", path: "/me", header: map[string]string{"Authorization": "Bearer storedown"}}, status: 503,
+			body: []string{"User store unavailable"}, header: map[string]string{"Retry-After": "1"}},
 		{name: "role check in the handler is 403", cfg: validator, req: request{method: "GET", path: "/me", header: map[string]string{"Authorization": "Bearer guest"}}, status: 403,
 			body: []string{"Admins only"}},
 		{name: "AuthenticateToken protects a gin group", req: request{method: "GET", path: "/raw/hello"}, status: 401},
