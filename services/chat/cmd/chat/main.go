@@ -15,10 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver"
+
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
-	"github.com/apistack/platform/services/chat/internal/memory"
-	"github.com/apistack/platform/services/chat/internal/redisstore"
 )
 
 func main() {
@@ -66,10 +66,15 @@ type App struct {
 	Store   chat.Store
 	Service *chat.Service
 	Admin   chat.User
+	// HTTP is the API server (cmd/chat/http.go); the Redis engine shares
+	// its client.
+	HTTP *apiserver.Server[chat.User]
 }
 
-// Close releases the engine.
-func (a *App) Close() error { return a.Store.Close() }
+// Close stops the server (a no-op once it has stopped) and releases the engine.
+func (a *App) Close() error {
+	return errors.Join(a.HTTP.Stop(context.Background()), a.Store.Close())
+}
 
 // build reads the configuration, opens the engine and bootstraps the admin.
 func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*App, error) {
@@ -78,25 +83,24 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*Ap
 		return nil, err
 	}
 	log := newLogger(cfg, logw)
-	var store chat.Store
-	if cfg.RedisURL != "" {
-		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		rs, err := redisstore.Open(octx, cfg.RedisURL, redisstore.Options{History: cfg.History})
-		if err != nil {
-			return nil, fmt.Errorf("open redis engine: %w", err)
-		}
-		store = rs
-	} else {
-		store = memory.New(cfg.History)
+	srv, auth, err := newHTTPServer(cfg, log, getenv)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(ctx, cfg, srv)
+	if err != nil {
+		_ = srv.Stop(context.Background())
+		return nil, err
 	}
 	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log})
+	auth.Service = svc
 	admin, err := svc.Bootstrap(ctx, cfg.AdminToken)
 	if err != nil {
+		_ = srv.Stop(context.Background())
 		_ = store.Close()
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}
-	return &App{Config: cfg, Log: log, Store: store, Service: svc, Admin: admin}, nil
+	return &App{Config: cfg, Log: log, Store: store, Service: svc, Admin: admin, HTTP: srv}, nil
 }
 
 func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
@@ -110,11 +114,9 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 		// Development only: config refuses a missing token in production.
 		app.Log.Warn("CHAT_ADMIN_TOKEN not set; generated a development token for the broadcaster", "token", app.Config.AdminToken)
 	}
-	// The HTTP server (issue 6's httpapi) and live delivery (issue 7) attach
-	// here; until then the process holds the engine open until told to stop.
-	<-ctx.Done()
-	app.Log.Info("chat stopping")
-	return nil
+	err = serveHTTP(ctx, app, getenv) // cmd/chat/http.go: the API, then live delivery
+	app.Log.Info("chat stopped")
+	return err
 }
 
 // healthcheck asks the local /healthz and succeeds on 200.

@@ -34,7 +34,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, envOf(nil), &logs, &logs) }()
+	go func() { done <- run(ctx, nil, envOf(map[string]string{"PORT": freePort(t)}), &logs, &logs) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "chat starting") {
 		if time.Now().After(deadline) {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/config"
+	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/memory"
+	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/internal/redisstore"
+)
+
+// newHTTPServer builds the API server from the environment (PORT, HOST,
+// RATE_LIMIT_*, CORS_ORIGIN, REDIS_URL, ... as DESIGN.md lists). It is
+// built before the engine: with REDIS_URL, the Redis engine runs on the
+// server's client, so requests use one pool. Set the returned
+// Authenticator's Service before the server starts.
+func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string) (*apiserver.Server[chat.User], *httpapi.Authenticator, error) {
+	auth := &httpapi.Authenticator{}
+	srv, err := apiserver.New(apiserver.Config[chat.User]{
+		APITitle:       "Chat API",
+		APIDescription: httpapi.Description(cfg.PublicRead),
+		APITags:        httpapi.Tags(),
+		TokenValidator: auth.Validate,
+		Logger:         log,
+		Getenv:         getenv,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("http server: %w", err)
+	}
+	return srv, auth, nil
+}
+
+// openStore opens the engine: memory, or Redis on the server's client plus
+// a second pool for the blocking reads of live delivery (a blocked XREAD
+// holds its connection; sends must never wait behind one). The second
+// pool closes with the server, after live delivery's shutdown hooks.
+func openStore(ctx context.Context, cfg config.Config, srv *apiserver.Server[chat.User]) (chat.Store, error) {
+	if cfg.RedisURL == "" {
+		return memory.New(cfg.History), nil
+	}
+	blocking, err := redisconn.Open(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("open redis engine: %w", err)
+	}
+	srv.OnShutdown(blocking.Close)
+	store := redisstore.New(srv.Redis(), redisstore.Options{History: cfg.History, Blocking: blocking})
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := store.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("open redis engine: %w", err)
+	}
+	return store, nil
+}
+
+// serveHTTP declares the API (and live delivery) on the app's server and
+// serves until ctx ends or SIGINT/SIGTERM, draining in-flight requests.
+func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error {
+	limit, err := httpapi.ParseSendLimit(getenv("CHAT_SEND_LIMIT"))
+	if err != nil {
+		return err
+	}
+	sender, err := httpapi.NewSendLimiter(app.Service, limit, app.HTTP.Redis(), app.Log)
+	if err != nil {
+		return err
+	}
+	if _, err := httpapi.Register(app.HTTP, app.Service, httpapi.Options{Sender: sender}); err != nil {
+		return err
+	}
+	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
+	// Live delivery sends through the same sender, so the socket and POST
+	// /messages/send share one per-user limit.
+	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Sender: sender, Logger: app.Log}); err != nil {
+		return fmt.Errorf("live delivery: %w", err)
+	}
+	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", limitText(limit))
+	return app.HTTP.Run(ctx)
+}
+
+func limitText(l ratelimit.Limit) string {
+	if l.Max == 0 {
+		return "off"
+	}
+	return l.String()
+}

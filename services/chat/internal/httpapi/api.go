@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// Prefix is where every endpoint of the API lives.
+const Prefix = "/api/v1"
+
+// Documentation tags, in the order /docs shows them.
+const (
+	tagMessages    = "Messages"
+	tagCommands    = "Commands"
+	tagUsers       = "Users"
+	tagModeration  = "Moderation"
+	tagFilters     = "Filters"
+	tagChannels    = "Channels"
+	tagPermissions = "Permissions"
+)
+
+// Tags describes the API's documentation tags (apiserver.Config.APITags).
+func Tags() []apiserver.Tag {
+	return []apiserver.Tag{
+		{Name: tagMessages, Description: "Read a channel's messages and send to it; a message starting with a command trigger makes the bot reply"},
+		{Name: tagCommands, Description: "Bot commands: a trigger and a reply template"},
+		{Name: tagUsers, Description: "Accounts, roles and bearer tokens"},
+		{Name: tagModeration, Description: "Timeouts, bans and deleting messages"},
+		{Name: tagFilters, Description: "Blocked terms, regular expressions, links and capitals"},
+		{Name: tagChannels, Description: "Channel settings (slow mode)"},
+		{Name: tagPermissions, Description: "Who may do what"},
+	}
+}
+
+// Description is the API description shown at the top of /docs, with the
+// permission table rendered from chat.PermissionTable (the table the
+// service enforces, so the two cannot differ).
+func Description(publicRead bool) string {
+	reading := "Reading (`GET /messages`, `/commands`, `/channels/{channel}`) is public: no token needed (`CHAT_PUBLIC_READ=true`)."
+	if !publicRead {
+		reading = "Reading needs a bearer token too (`CHAT_PUBLIC_READ=false`)."
+	}
+	var b strings.Builder
+	b.WriteString("A streamer-style community chat with a command bot. Every endpoint lives under `/api/v1`.\n\n")
+	b.WriteString("**Authentication.** `Authorization: Bearer <token>`. The first broadcaster's token is `CHAT_ADMIN_TOKEN`; ")
+	b.WriteString("the broadcaster creates users (`POST /users`), whose token is shown once. ")
+	b.WriteString(reading + "\n\n")
+	b.WriteString("**Errors** use one body: `{\"statusCode\", \"error\", \"message\"}` plus `details` (400, 422), ")
+	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban) and `retry_after_seconds` with a `Retry-After` header (429). ")
+	b.WriteString("A 503 means the store could not be reached and nothing was changed: a 201 always means stored.\n\n")
+	b.WriteString("**Permissions**\n\n")
+	b.WriteString(chat.PermissionsMarkdown())
+	return b.String()
+}
+
+// Options configure the API.
+type Options struct {
+	// Sender sends messages; default: svc with no per-user limit.
+	Sender *SendLimiter
+}
+
+// API holds what the handlers need.
+type API struct {
+	svc    *chat.Service
+	sender *SendLimiter
+}
+
+// Register declares every endpoint on srv under /api/v1. Reading endpoints
+// are public while svc.PublicRead() is on, authenticated otherwise.
+func Register(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*API, error) {
+	if srv == nil || svc == nil {
+		return nil, errors.New("httpapi: server and service are required")
+	}
+	a := &API{svc: svc, sender: opts.Sender}
+	if a.sender == nil {
+		var err error
+		if a.sender, err = NewSendLimiter(svc, ratelimit.Limit{}, nil, nil); err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
+		}
+	}
+	a.registerMessages(srv)
+	a.registerCommands(srv)
+	a.registerUsers(srv)
+	a.registerFilters(srv)
+	a.registerChannels(srv)
+	a.registerPermissions(srv)
+	return a, nil
+}
+
+// Sender is the send path the API uses (share it with live delivery).
+func (a *API) Sender() *SendLimiter { return a.sender }
+
+// Documented answers shared by many endpoints.
+const (
+	docBadRequest   = "Invalid input; details name every field"
+	docUnauthorized = "No bearer token, or a malformed Authorization header"
+	docForbidden    = "Invalid token, or the caller's role may not do this (see the permission table)"
+	docUnavailable  = "The store could not be reached; nothing was changed"
+	docNotFound     = "No such resource"
+)
+
+func responses(extra map[int]string, authenticated bool) map[int]string {
+	r := map[int]string{http.StatusBadRequest: docBadRequest, http.StatusServiceUnavailable: docUnavailable}
+	if authenticated {
+		r[http.StatusUnauthorized] = docUnauthorized
+		r[http.StatusForbidden] = docForbidden
+	}
+	for k, v := range extra {
+		r[k] = v
+	}
+	return r
+}
+
+// readOp declares a reading endpoint: public or not by configuration.
+func (a *API) readOp(op apiserver.Operation, extra map[int]string) apiserver.Operation {
+	op.Authenticated = !a.svc.PublicRead()
+	if op.Authenticated {
+		op.Description = strings.TrimSpace(op.Description + " Needs a bearer token (CHAT_PUBLIC_READ=false).")
+	} else {
+		op.Description = strings.TrimSpace(op.Description + " Public: no token needed (a token is not checked).")
+	}
+	op.Responses = responses(extra, op.Authenticated)
+	return op
+}
+
+// writeOp declares an authenticated endpoint needing action.
+func writeOp(op apiserver.Operation, action chat.Action, extra map[int]string) apiserver.Operation {
+	op.Authenticated = true
+	if action != "" {
+		note := fmt.Sprintf("Needs `%s` (%s or higher).", action, chat.MinRoleFor(action))
+		op.Description = strings.TrimSpace(op.Description + " " + note)
+	}
+	op.Responses = responses(extra, true)
+	return op
+}

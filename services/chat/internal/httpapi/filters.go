@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/apistack/platform/libs/apiserver"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// CreateFilterBody is a new filter.
+type CreateFilterBody struct {
+	Kind      string `json:"kind" enum:"blocked_term,regex,links,caps" doc:"blocked_term: whole words, '*' only at the start or end; regex: RE2, at most 256 bytes; links: URLs and bare domains; caps: share of capital letters"`
+	Pattern   string `json:"pattern,omitempty" maxLength:"256" doc:"The term (blocked_term) or expression (regex); unused by links and caps" example:"scam*"`
+	Action    string `json:"action,omitempty" enum:"block,mask" default:"block" doc:"block: refuse the message (422); mask: store it with the match replaced by *"`
+	MinRole   string `json:"min_role,omitempty" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to (default: vip for links, moderator otherwise)"`
+	Threshold int    `json:"threshold,omitempty" minimum:"0" maximum:"100" doc:"caps: percent of capitals above which a message matches (default 70)"`
+	MinLength int    `json:"min_length,omitempty" minimum:"0" maximum:"500" doc:"caps: letters below which a message is never checked (default 10)"`
+}
+
+// CreateFilterInput is POST /filters.
+type CreateFilterInput struct {
+	Body CreateFilterBody
+}
+
+// FilterIDInput names a filter.
+type FilterIDInput struct {
+	ID string `path:"id" minLength:"1" maxLength:"64"`
+}
+
+// ListFiltersInput takes no parameters.
+type ListFiltersInput struct{}
+
+func (a *API) registerFilters(srv *apiserver.Server[chat.User]) {
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodGet, URL: Prefix + "/filters", Tags: []string{tagFilters},
+		Summary: "List filters", Description: "In the order they run. Moderators only: the list reveals the blocked terms.",
+	}, chat.ActionManageFilters, nil), a.listFilters)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodPost, URL: Prefix + "/filters", Tags: []string{tagFilters}, Status: http.StatusCreated,
+		Summary: "Create a filter",
+		Description: "Text is folded before matching, so letter case, full-width letters, accents and zero-width " +
+			"characters do not get around a filter. Regular expressions are compiled once, at creation.",
+	}, chat.ActionManageFilters, nil), a.createFilter)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodDelete, URL: Prefix + "/filters/{id}", Tags: []string{tagFilters},
+		Summary: "Delete a filter",
+	}, chat.ActionManageFilters, map[int]string{http.StatusNotFound: "No such filter"}), a.deleteFilter)
+}
+
+func (a *API) listFilters(c *apiserver.Context[chat.User], _ *ListFiltersInput) (FilterList, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return FilterList{}, err
+	}
+	fs, err := a.svc.Filters(c.Request.Context(), actor)
+	if err != nil {
+		return FilterList{}, StatusError(err, inQuery)
+	}
+	out := FilterList{Filters: make([]Filter, 0, len(fs))}
+	for _, f := range fs {
+		out.Filters = append(out.Filters, filterOf(f))
+	}
+	return out, nil
+}
+
+func (a *API) createFilter(c *apiserver.Context[chat.User], in *CreateFilterInput) (Filter, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return Filter{}, err
+	}
+	b := in.Body
+	f, err := a.svc.CreateFilter(c.Request.Context(), actor, chat.FilterInput{Kind: chat.FilterKind(b.Kind), Pattern: b.Pattern,
+		Action: chat.FilterAction(b.Action), MinRole: chat.Role(b.MinRole), Threshold: b.Threshold, MinLength: b.MinLength})
+	if err != nil {
+		return Filter{}, StatusError(err, inBody)
+	}
+	return filterOf(f), nil
+}
+
+func (a *API) deleteFilter(c *apiserver.Context[chat.User], in *FilterIDInput) (apiserver.NoBody, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return apiserver.NoBody{}, err
+	}
+	if err := a.svc.DeleteFilter(c.Request.Context(), actor, in.ID); err != nil {
+		return apiserver.NoBody{}, StatusError(err, inParams)
+	}
+	return apiserver.NoBody{}, nil
+}

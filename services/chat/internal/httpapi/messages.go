@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/apistack/platform/libs/apiserver"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// ListMessagesInput selects a page of a channel.
+type ListMessagesInput struct {
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name (default general): 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit; folded to lower case"`
+	Limit   int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"How many messages, 1..200"`
+	Before  int64  `query:"before" minimum:"1" doc:"Only messages with a smaller id (older page): pass the first id of the page you have"`
+	After   int64  `query:"after" minimum:"0" doc:"Only messages with a larger id (newer page): pass the last id you have"`
+}
+
+// SendBody is a message to send.
+type SendBody struct {
+	Message string `json:"message" minLength:"1" maxLength:"500" doc:"The text, 1..500 characters after trimming" example:"hello chat"`
+	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name (default general)"`
+}
+
+// SendInput is POST /messages/send.
+type SendInput struct {
+	Body SendBody
+}
+
+// DeleteMessageInput names a message.
+type DeleteMessageInput struct {
+	ID      int64  `path:"id" minimum:"1" doc:"Message id"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel of the message (default general)"`
+}
+
+func (a *API) registerMessages(srv *apiserver.Server[chat.User]) {
+	apiserver.Register(srv, a.readOp(apiserver.Operation{
+		Method: http.MethodGet, URL: Prefix + "/messages", Tags: []string{tagMessages},
+		Summary: "Latest messages of a channel",
+		Description: "The latest `limit` messages, oldest first, tombstones included. `before=<id>` pages to older " +
+			"messages, `after=<id>` to newer ones; with both, the messages strictly between them.",
+	}, nil), a.listMessages)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodPost, URL: Prefix + "/messages/send", Tags: []string{tagMessages}, Status: http.StatusCreated,
+		Summary: "Send a message",
+		Description: "Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, " +
+			"with `until` for a timeout), length, filters (a blocking filter answers 422 and stores nothing; a masking " +
+			"filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit " +
+			"(`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes " +
+			"the bot reply; the reply is stored too and returned as `reply`.",
+	}, chat.ActionSendMessages, map[int]string{
+		http.StatusUnauthorized:        "No bearer token, or the user no longer exists",
+		http.StatusForbidden:           "Invalid token, banned (`reason: banned`) or timed out (`reason: timed_out`, `until`)",
+		http.StatusUnprocessableEntity: "Blocked by a filter (`reason` is the filter kind); nothing was stored",
+		http.StatusTooManyRequests:     "Slow mode (`reason: slow_mode`) or the per-user send limit (`reason: send_limit`); see `Retry-After`",
+	}), a.send)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodDelete, URL: Prefix + "/messages/{id}", Tags: []string{tagMessages, tagModeration},
+		Summary:     "Delete a message",
+		Description: "Replaces the message by a tombstone (its place and id stay; the text goes) and answers with it. Deleting a tombstone again changes nothing.",
+	}, chat.ActionDeleteMessages, map[int]string{http.StatusNotFound: "No such message in the channel (or it left the history window)"}), a.deleteMessage)
+}
+
+func (a *API) listMessages(c *apiserver.Context[chat.User], in *ListMessagesInput) (MessagePage, error) {
+	actor, err := reader(c)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	channel, err := chat.NormalizeChannel(in.Channel)
+	if err != nil {
+		return MessagePage{}, StatusError(err, inQuery)
+	}
+	ms, err := a.svc.Messages(c.Request.Context(), actor, channel, chat.Page{Limit: in.Limit, Before: in.Before, After: in.After})
+	if err != nil {
+		return MessagePage{}, StatusError(err, inQuery)
+	}
+	return MessagePage{Channel: channel, Messages: messagesOf(ms)}, nil
+}
+
+func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (SentMessage, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return SentMessage{}, err
+	}
+	res, err := a.sender.Send(c.Request.Context(), actor, chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
+	if err != nil {
+		return SentMessage{}, StatusError(err, inBody)
+	}
+	out := SentMessage{Message: messageOf(res.Message)}
+	if res.Reply != nil {
+		r := messageOf(*res.Reply)
+		out.Reply = &r
+	}
+	return out, nil
+}
+
+func (a *API) deleteMessage(c *apiserver.Context[chat.User], in *DeleteMessageInput) (Message, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := a.svc.DeleteMessage(c.Request.Context(), actor, in.Channel, in.ID)
+	if err != nil {
+		return Message{}, StatusError(err, inQuery)
+	}
+	return messageOf(m), nil
+}

@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// The API's own shapes. They mirror the domain types field for field but
+// carry the documentation and constraints /docs shows and the library
+// enforces; the domain types stay free of transport tags.
+
+const (
+	roleEnum       = "broadcaster,moderator,vip,subscriber,viewer"
+	channelPattern = `^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`
+	channelDoc     = "Channel name (default general): 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit; folded to lower case"
+)
+
+// UserRef names the author of a message.
+type UserRef struct {
+	ID   string `json:"id" doc:"User id (\"bot\" for command replies)"`
+	Name string `json:"name" doc:"Display name"`
+	Role string `json:"role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Role when the message was sent"`
+}
+
+// Message is a stored chat message or its tombstone.
+type Message struct {
+	ID        int64      `json:"id" doc:"Increases by one per message in its channel; use it as a cursor (before, after)" example:"42"`
+	Channel   string     `json:"channel" doc:"Channel name" example:"general"`
+	User      UserRef    `json:"user"`
+	Text      string     `json:"text" doc:"The text as stored (masked by filters where they apply); empty for a tombstone"`
+	CreatedAt time.Time  `json:"created_at" doc:"RFC 3339, UTC, millisecond precision"`
+	Bot       bool       `json:"bot" doc:"True for a bot command's reply"`
+	Deleted   bool       `json:"deleted,omitempty" doc:"True for a tombstone: the message was deleted by a moderator"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty" doc:"When the message was deleted"`
+}
+
+func messageOf(m chat.Message) Message {
+	return Message{ID: m.ID, Channel: m.Channel, User: UserRef{ID: m.User.ID, Name: m.User.Name, Role: string(m.User.Role)},
+		Text: m.Text, CreatedAt: m.CreatedAt, Bot: m.Bot, Deleted: m.Deleted, DeletedAt: m.DeletedAt}
+}
+
+func messagesOf(ms []chat.Message) []Message {
+	out := make([]Message, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, messageOf(m))
+	}
+	return out
+}
+
+// MessagePage is one page of a channel, oldest first.
+type MessagePage struct {
+	Channel  string    `json:"channel" doc:"The channel read, normalised"`
+	Messages []Message `json:"messages" doc:"Oldest first. For older messages pass the first id as before; for newer ones the last id as after"`
+}
+
+// SentMessage is the stored message and, when it triggered a bot command,
+// the bot's stored reply.
+type SentMessage struct {
+	Message
+	Reply *Message `json:"reply,omitempty" doc:"The bot's reply when the message triggered a command (stored and delivered like any message)"`
+}
+
+// User is an account as the API shows it (never its token).
+type User struct {
+	ID               string     `json:"id" example:"u_3f2a9c0d1e4b5a6c"`
+	Name             string     `json:"name" doc:"2..25 of A-Z, a-z, 0-9 and _; unique regardless of case"`
+	Role             string     `json:"role" enum:"broadcaster,moderator,vip,subscriber,viewer"`
+	CreatedAt        time.Time  `json:"created_at"`
+	TimedOutUntil    *time.Time `json:"timed_out_until,omitempty" doc:"End of the last timeout (in the past once it has run out)"`
+	Banned           bool       `json:"banned"`
+	ModerationReason string     `json:"moderation_reason,omitempty" doc:"Reason given with the last ban or timeout"`
+}
+
+func userOf(u chat.User) User {
+	return User{ID: u.ID, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt,
+		TimedOutUntil: u.TimedOutUntil, Banned: u.Banned, ModerationReason: u.ModReason}
+}
+
+// CreatedUser is a new user with its bearer token, shown this once.
+type CreatedUser struct {
+	User
+	Token string `json:"token" doc:"Bearer token for Authorization: Bearer <token>. Shown only in this response: the service keeps only its SHA-256 hash"`
+}
+
+// UserList is every user, by name.
+type UserList struct {
+	Users []User `json:"users"`
+}
+
+// Command is a bot command.
+type Command struct {
+	Command             string    `json:"command" doc:"Normalised trigger, e.g. !hello" example:"!hello"`
+	Response            string    `json:"response" doc:"Reply template: ${user}, ${touser}, ${args}, ${count}, ${channel}"`
+	Aliases             []string  `json:"aliases" doc:"Other triggers, normalised"`
+	Enabled             bool      `json:"enabled"`
+	CooldownSeconds     int       `json:"cooldown_seconds" doc:"Wait between two uses in a channel, by anyone"`
+	UserCooldownSeconds int       `json:"user_cooldown_seconds" doc:"Wait between two uses by the same user"`
+	UserLevel           string    `json:"user_level" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role that may trigger it"`
+	Count               int64     `json:"count" doc:"Times used (the ${count} of the last reply)"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
+}
+
+func commandOf(c chat.Command) Command {
+	aliases := c.Aliases
+	if aliases == nil {
+		aliases = []string{}
+	}
+	return Command{Command: c.Name, Response: c.Response, Aliases: aliases, Enabled: c.Enabled,
+		CooldownSeconds: c.CooldownSeconds, UserCooldownSeconds: c.UserCooldownSeconds, UserLevel: string(c.UserLevel),
+		Count: c.Count, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+// CommandList is every command, by trigger.
+type CommandList struct {
+	Commands []Command `json:"commands"`
+}
+
+// Filter is a message filter.
+type Filter struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind" enum:"blocked_term,regex,links,caps"`
+	Pattern   string    `json:"pattern,omitempty" doc:"The blocked term or the regular expression"`
+	Action    string    `json:"action" enum:"block,mask"`
+	MinRole   string    `json:"min_role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to"`
+	Threshold int       `json:"threshold,omitempty" doc:"caps: percent of capitals above which a message matches"`
+	MinLength int       `json:"min_length,omitempty" doc:"caps: letters below which a message is never checked"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func filterOf(f chat.Filter) Filter {
+	return Filter{ID: f.ID, Kind: string(f.Kind), Pattern: f.Pattern, Action: string(f.Action), MinRole: string(f.MinRole),
+		Threshold: f.Threshold, MinLength: f.MinLength, CreatedAt: f.CreatedAt}
+}
+
+// FilterList is every filter in the order they run.
+type FilterList struct {
+	Filters []Filter `json:"filters"`
+}
+
+// Channel is a channel's settings.
+type Channel struct {
+	Name            string `json:"name" example:"general"`
+	SlowModeSeconds int    `json:"slow_mode_seconds" doc:"Least seconds between two messages of one sender below vip; 0 is off" minimum:"0" maximum:"120"`
+}
+
+func channelOf(c chat.Channel) Channel {
+	return Channel{Name: c.Name, SlowModeSeconds: c.SlowModeSeconds}
+}
+
+// PermissionRow is one action of the permission table.
+type PermissionRow struct {
+	Action  string          `json:"action" example:"delete_messages"`
+	What    string          `json:"what"`
+	MinRole string          `json:"min_role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role allowed"`
+	Target  bool            `json:"target_must_rank_below" doc:"Acting on another user also needs a strictly higher role than theirs"`
+	Roles   map[string]bool `json:"roles" doc:"Every role and whether it may"`
+}
+
+// Permissions is the permission table the service enforces.
+type Permissions struct {
+	Roles       []string        `json:"roles" doc:"Highest first"`
+	Permissions []PermissionRow `json:"permissions"`
+}
+
+func permissionsOf() Permissions {
+	p := Permissions{Roles: make([]string, 0, len(chat.Roles)), Permissions: make([]PermissionRow, 0, len(chat.PermissionTable))}
+	for _, r := range chat.Roles {
+		p.Roles = append(p.Roles, string(r))
+	}
+	for _, row := range chat.PermissionTable {
+		roles := make(map[string]bool, len(chat.Roles))
+		for _, r := range chat.Roles {
+			roles[string(r)] = chat.Allowed(r, row.Action)
+		}
+		p.Permissions = append(p.Permissions, PermissionRow{Action: string(row.Action), What: row.What,
+			MinRole: string(row.MinRole), Target: row.Target == chat.TargetBelow, Roles: roles})
+	}
+	return p
+}

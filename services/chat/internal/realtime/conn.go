@@ -1,0 +1,558 @@
+package realtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// conn is one WebSocket subscriber. Two goroutines serve it: the reader
+// (client frames, and pongs, which coder/websocket handles inside Read) and
+// the writer (the queue). Sends run in a third goroutine, started on the
+// first one, so a slow store never stops the reader from answering pings.
+type conn struct {
+	hub     *Hub
+	ws      *websocket.Conn
+	channel string
+	room    *room
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the connection is gone
+	wake   chan struct{} // capacity 1: the queue has something
+
+	mu      sync.Mutex
+	queue   []*frame
+	head    int         // queue[head:] is pending; keeps the array for reuse
+	queued  int         // events (or control frames) pending
+	last    chat.Cursor // last event written: older ones are skipped
+	closing bool
+
+	user atomic.Pointer[chat.User]
+
+	// Only the reader goroutine touches these.
+	tokens  float64
+	tokenAt time.Time
+	jobs    chan clientFrame // started lazily by the first auth or send
+
+	live         atomic.Bool  // set once the reader runs: pings may start
+	writingSince atomic.Int64 // unix nanos of the write in progress, 0 when idle
+	nextPing     atomic.Int64
+	pinging      atomic.Bool
+	closeOnce    sync.Once
+}
+
+func newConn(h *Hub, ws *websocket.Conn, channel string, user *chat.User) *conn {
+	ctx, cancel := context.WithCancel(h.ctx)
+	c := &conn{hub: h, ws: ws, channel: channel, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1),
+		tokens: float64(h.opts.SendBurst), tokenAt: time.Now()}
+	if user != nil {
+		c.user.Store(user)
+	}
+	c.nextPing.Store(time.Now().Add(h.opts.PingInterval).UnixNano())
+	ws.SetReadLimit(h.opts.MaxFrameBytes)
+	return c
+}
+
+// push queues event frames (the room's lock is held). It reports false
+// when the queue would overflow: the caller unsubscribes and closes c.
+func (c *conn) push(fs []*frame, events int) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return true
+	}
+	if c.queued+events > c.hub.opts.QueueSize {
+		c.closing = true
+		c.hub.metrics.dropped.Add(float64(c.queued + events))
+		c.mu.Unlock()
+		return false
+	}
+	c.queue = append(c.queue, fs...)
+	c.queued += events
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// pushControl queues one control frame (hello, presence, ack, error, pong).
+func (c *conn) pushControl(f *frame) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	if c.queued+1 > c.hub.opts.QueueSize {
+		c.mu.Unlock()
+		c.hub.metrics.slowCloses.Inc()
+		go c.closeWith(CloseSlowConsumer, "too slow to keep up; reconnect with since")
+		return
+	}
+	c.queue = append(c.queue, f)
+	c.queued++
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) pop() {
+	c.queue[c.head] = nil
+	c.head++
+	if c.head == len(c.queue) {
+		c.queue, c.head = c.queue[:0], 0
+	}
+}
+
+var joinPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// next takes what the writer sends in one frame: a control frame alone, or
+// consecutive event frames up to Batch events, skipping events the client
+// already has. A single event frame goes out as the very bytes every other
+// subscriber gets; several are joined with newlines into a pooled buffer
+// (returned as buf, to be put back after the write).
+func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first []byte
+	for c.head < len(c.queue) {
+		f := c.queue[c.head]
+		if f.events() == 0 {
+			if events > 0 {
+				break
+			}
+			c.pop()
+			c.queued--
+			return f.data, 0, nil
+		}
+		d, k := f.after(c.last)
+		if k == 0 {
+			c.pop()
+			c.queued -= f.events()
+			continue
+		}
+		if events > 0 && events+k > c.hub.opts.Batch {
+			break
+		}
+		c.pop()
+		c.queued -= f.events()
+		c.last = f.cursors[len(f.cursors)-1]
+		switch {
+		case events == 0:
+			first = d
+		case buf == nil:
+			buf = joinPool.Get().(*bytes.Buffer)
+			buf.Reset()
+			buf.Write(first)
+			fallthrough
+		default:
+			buf.WriteByte('\n')
+			buf.Write(d)
+		}
+		events += k
+	}
+	if buf != nil {
+		return buf.Bytes(), events, buf
+	}
+	return first, events, nil
+}
+
+// writeLoop writes the queue until the connection ends. Writes carry no
+// context deadline (coder/websocket would arm a timer per write); the
+// hub's janitor drops a connection whose write is stuck instead.
+func (c *conn) writeLoop() {
+	for {
+		select {
+		case <-c.wake:
+		case <-c.ctx.Done():
+			return
+		}
+		for {
+			data, events, buf := c.next()
+			if data == nil {
+				break
+			}
+			c.writingSince.Store(time.Now().UnixNano())
+			err := c.ws.Write(context.Background(), websocket.MessageText, data)
+			c.writingSince.Store(0)
+			if buf != nil {
+				joinPool.Put(buf)
+			}
+			if err != nil {
+				c.cancel()
+				c.ws.CloseNow()
+				return
+			}
+			c.hub.metrics.frames.Inc()
+			c.hub.metrics.delivered.Add(float64(events))
+		}
+	}
+}
+
+// writeNow writes a frame from the setup goroutine, before the writer runs.
+func (c *conn) writeNow(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode frame: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// closeWith closes the connection with a code (once); the close handshake
+// may wait for a slow peer, so callers on hot paths run it in a goroutine.
+func (c *conn) closeWith(code websocket.StatusCode, reason string) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		c.hub.metrics.closes.WithLabelValues(closeLabel(code)).Inc()
+		_ = c.ws.Close(code, reason)
+		c.cancel()
+	})
+}
+
+func (c *conn) waitDone(ctx context.Context) {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		c.ws.CloseNow()
+	}
+}
+
+// maintain runs every second from the hub's janitor: it drops a peer whose
+// write has been stuck beyond WriteTimeout and pings when one is due.
+func (c *conn) maintain(now time.Time) {
+	if !c.live.Load() || c.ctx.Err() != nil {
+		return
+	}
+	if ws := c.writingSince.Load(); ws != 0 && now.Sub(time.Unix(0, ws)) > c.hub.opts.WriteTimeout {
+		c.hub.metrics.deadPeers.Inc()
+		c.cancel()
+		c.ws.CloseNow()
+		return
+	}
+	if now.UnixNano() < c.nextPing.Load() || !c.pinging.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.pinging.Store(false)
+		ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.PongTimeout)
+		err := c.ws.Ping(ctx)
+		cancel()
+		c.nextPing.Store(time.Now().Add(c.hub.opts.PingInterval).UnixNano())
+		if err != nil && c.ctx.Err() == nil {
+			// No pong in time: the peer is gone without a close frame.
+			c.hub.metrics.deadPeers.Inc()
+			c.cancel()
+			c.ws.CloseNow()
+		}
+	}()
+}
+
+// serve runs the connection: auth when reading needs it, join, recovery,
+// then the writer and the read loop. since is nil for a fresh subscription.
+func (c *conn) serve(since *chat.Cursor, needAuth bool) {
+	defer c.cleanup()
+	if needAuth && !c.awaitAuth() {
+		return
+	}
+	jctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	r, pos, err := c.hub.join(jctx, c.channel, c)
+	cancel()
+	if err != nil {
+		c.closeWith(websocket.StatusTryAgainLater, "the chat store is unavailable; reconnect later")
+		return
+	}
+	c.room = r
+	if err := c.greet(since, pos); err != nil {
+		if c.ctx.Err() == nil {
+			c.hub.logger.Debug("live delivery: greeting failed", "channel", c.channel, "err", err)
+		}
+		return
+	}
+	go c.writeLoop()
+	c.signal()
+	c.live.Store(true)
+	c.readLoop()
+}
+
+// greet writes hello, the presence count and, when the client asked for
+// it, every event after since. The connection is already subscribed at pos
+// (every later event is queued), so replaying from since until at least
+// pos leaves no gap, and the writer skips queued events up to the last one
+// replayed, so there is no duplicate either.
+func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
+	var ref *chat.UserRef
+	if u := c.user.Load(); u != nil {
+		r := u.Ref()
+		ref = &r
+	}
+	hello := helloFrame{Type: typeHello, Channel: c.channel, LastID: pos, User: ref, Replica: c.hub.opts.ReplicaID}
+	presence := presenceFrame{Type: typePresence, Channel: c.channel, Count: c.room.estimate()}
+	if since == nil {
+		c.setLast(pos)
+		if err := c.writeNow(hello); err != nil {
+			return err
+		}
+		return c.writeNow(presence)
+	}
+	const page = 100
+	cur := *since
+	evs, err := c.readHistory(cur, page)
+	switch {
+	case chat.KindOf(err) == chat.KindHistoryGone:
+		// The client must reload (GET /messages up to last_id); live
+		// events follow from pos.
+		c.setLast(pos)
+		if err := c.writeNow(hello); err != nil {
+			return err
+		}
+		return c.writeNow(presence)
+	case err != nil:
+		c.closeWith(websocket.StatusTryAgainLater, "the chat store is unavailable; reconnect with the same since")
+		return err
+	}
+	hello.Recovered = true
+	if err := c.writeNow(hello); err != nil {
+		return err
+	}
+	if err := c.writeNow(presence); err != nil {
+		return err
+	}
+	for len(evs) > 0 {
+		frames, err := encodeEvents(evs, c.hub.opts.Batch)
+		if err != nil {
+			return fmt.Errorf("encode replay: %w", err)
+		}
+		for _, f := range frames {
+			ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, f.data)
+			cancel()
+			if err != nil {
+				return err
+			}
+			c.hub.metrics.replayed.Add(float64(f.events()))
+		}
+		cur = evs[len(evs)-1].Cursor
+		if !cur.Less(pos) {
+			break // the queue holds everything after pos
+		}
+		if evs, err = c.readHistory(cur, page); err != nil {
+			// Mid-replay the window moved past us, or the store went away:
+			// the client resumes from what it has.
+			c.closeWith(CloseResync, "recovery interrupted; reconnect with since")
+			return err
+		}
+	}
+	if cur.Less(pos) {
+		cur = pos
+	}
+	c.setLast(cur)
+	return nil
+}
+
+// readHistory reads one page after cur, retrying briefly while the store
+// is unavailable.
+func (c *conn) readHistory(cur chat.Cursor, page int) ([]chat.Event, error) {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-c.ctx.Done():
+				return nil, c.ctx.Err()
+			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
+			}
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		var evs []chat.Event
+		evs, err = c.hub.log.ReadEvents(ctx, c.channel, cur, page, 0)
+		cancel()
+		if chat.KindOf(err) != chat.KindUnavailable {
+			return evs, err
+		}
+	}
+	return nil, err
+}
+
+func (c *conn) setLast(cur chat.Cursor) {
+	c.mu.Lock()
+	if c.last.Less(cur) {
+		c.last = cur
+	}
+	c.mu.Unlock()
+}
+
+// awaitAuth waits for an auth frame when reading needs a token.
+func (c *conn) awaitAuth() bool {
+	// A context deadline on Read would drop the connection without a
+	// close frame; a timer closes it properly with 4001 instead.
+	timer := time.AfterFunc(c.hub.opts.AuthTimeout, func() {
+		c.closeWith(CloseUnauthorized, "reading needs a token: send {\"type\":\"auth\",\"token\":...} first")
+	})
+	defer timer.Stop()
+	for {
+		typ, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			return false
+		}
+		var f clientFrame
+		if typ != websocket.MessageText || json.Unmarshal(bytes.TrimSpace(data), &f) != nil || f.Type != typeAuth {
+			_ = c.writeNow(errorFor(f.ID, &chat.Error{Kind: chat.KindUnauthorized, Message: "reading needs a token: send an auth frame first"}))
+			continue
+		}
+		actx, acancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
+		u, err := c.hub.svc.Authenticate(actx, f.Token)
+		acancel()
+		if err != nil {
+			_ = c.writeNow(errorFor(f.ID, err))
+			if chat.KindOf(err) == chat.KindUnauthorized {
+				c.closeWith(CloseUnauthorized, "invalid token")
+				return false
+			}
+			continue
+		}
+		c.user.Store(&u)
+		ref := u.Ref()
+		return c.writeNow(ackFrame{Type: typeAck, ID: f.ID, User: &ref}) == nil
+	}
+}
+
+// readLoop handles client frames until the connection ends.
+func (c *conn) readLoop() {
+	for {
+		typ, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			if code := closeCode(err); code == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
+				c.hub.metrics.closes.WithLabelValues(closeLabel(websocket.StatusMessageTooBig)).Inc()
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			c.closeWith(websocket.StatusUnsupportedData, "text frames only")
+			return
+		}
+		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+			line = bytes.TrimSpace(line)
+			if len(line) > 0 {
+				c.handle(line)
+			}
+		}
+	}
+}
+
+func (c *conn) handle(line []byte) {
+	var f clientFrame
+	if err := json.Unmarshal(line, &f); err != nil {
+		c.pushControl(controlFrame(badRequest(nil, "a frame holds JSON objects, one per line: "+err.Error())))
+		return
+	}
+	switch f.Type {
+	case typePing:
+		c.pushControl(controlFrame(pongFrame{Type: typePong, ID: f.ID}))
+	case typeAuth, typeSend:
+		if !c.allow() {
+			c.hub.metrics.sendErrors.WithLabelValues(codeRateLimited).Inc()
+			c.pushControl(controlFrame(errorFrame{Type: typeError, ID: f.ID, Code: codeRateLimited, Status: 429, RetryAfter: 1,
+				Message: fmt.Sprintf("too many frames on this connection: at most %g per second", c.hub.opts.SendRate)}))
+			return
+		}
+		if c.jobs == nil {
+			c.jobs = make(chan clientFrame, 8)
+			go c.work()
+		}
+		select {
+		case c.jobs <- f:
+		default:
+			c.pushControl(controlFrame(errorFrame{Type: typeError, ID: f.ID, Code: codeRateLimited, Status: 429, RetryAfter: 1,
+				Message: "too many requests in flight on this connection"}))
+		}
+	default:
+		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, send or ping)", f.Type))))
+	}
+}
+
+// allow is the per-connection token bucket.
+func (c *conn) allow() bool {
+	now := time.Now()
+	c.tokens = min(float64(c.hub.opts.SendBurst), c.tokens+now.Sub(c.tokenAt).Seconds()*c.hub.opts.SendRate)
+	c.tokenAt = now
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
+}
+
+// work runs auth and send frames one at a time, in the order they came.
+func (c *conn) work() {
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case f := <-c.jobs:
+			c.pushControl(controlFrame(c.run(f)))
+		}
+	}
+}
+
+func (c *conn) run(f clientFrame) any {
+	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
+	defer cancel()
+	if f.Type == typeAuth {
+		u, err := c.hub.svc.Authenticate(ctx, f.Token)
+		if err != nil {
+			return errorFor(f.ID, err)
+		}
+		c.user.Store(&u)
+		ref := u.Ref()
+		return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
+	}
+	u := c.user.Load()
+	if u == nil {
+		c.hub.metrics.sendErrors.WithLabelValues(string(chat.KindUnauthorized)).Inc()
+		return errorFor(f.ID, &chat.Error{Kind: chat.KindUnauthorized,
+			Message: "sending needs a token: send an auth frame or connect with an Authorization header"})
+	}
+	res, err := c.hub.sender.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
+	if err != nil {
+		e := errorFor(f.ID, err)
+		c.hub.metrics.sendErrors.WithLabelValues(e.Code).Inc()
+		if e.Code == codeInternal {
+			c.hub.logger.Error("live delivery: send failed", "channel", c.channel, "user", u.ID, "err", err)
+		}
+		return e
+	}
+	c.hub.metrics.messages.Inc()
+	return ackFrame{Type: typeAck, ID: f.ID, Message: &res.Message, Reply: res.Reply}
+}
+
+func (c *conn) cleanup() {
+	c.cancel()
+	if c.room != nil {
+		c.room.leave(c)
+	}
+	c.hub.removeConn(c)
+	c.ws.CloseNow()
+	c.mu.Lock()
+	c.closing = true
+	c.queue, c.head, c.queued = nil, 0, 0
+	c.mu.Unlock()
+	close(c.done)
+}

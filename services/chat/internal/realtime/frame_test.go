@@ -1,0 +1,99 @@
+package realtime
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+func events(from, to int64) []chat.Event {
+	var out []chat.Event
+	for id := from; id <= to; id++ {
+		out = append(out, chat.Event{Type: chat.EventMessage, Channel: "c", Cursor: chat.Cursor{ID: id},
+			Message: &chat.Message{ID: id, Channel: "c", Text: "m"}})
+	}
+	return out
+}
+
+func testConn(queue, batch int) *conn {
+	return &conn{hub: &Hub{opts: Options{QueueSize: queue, Batch: batch}, metrics: newMetrics()}, wake: make(chan struct{}, 1)}
+}
+
+// TestWriterBatchesUpTo16AndSkipsWhatTheClientHas: a subscriber that is
+// behind gets frames of at most Batch events; events up to its last
+// cursor (written by a recovery) are skipped, even inside a frame.
+func TestWriterBatchesUpTo16AndSkipsWhatTheClientHas(t *testing.T) {
+	c := testConn(1000, 16)
+	var all []*frame
+	for id := int64(1); id <= 40; id += 5 {
+		fs, err := encodeEvents(events(id, id+4), 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, fs...)
+	}
+	if !c.push(all, 40) {
+		t.Fatal("queue overflowed")
+	}
+	c.last = chat.Cursor{ID: 3}
+	var sizes []int
+	next := int64(4)
+	for {
+		data, n, _ := c.next()
+		if data == nil {
+			break
+		}
+		lines := strings.Split(string(data), "\n")
+		if len(lines) != n {
+			t.Fatalf("frame has %d lines for %d events", len(lines), n)
+		}
+		for _, l := range lines {
+			if !strings.Contains(l, `"cursor":"`+chat.Cursor{ID: next}.String()+`"`) {
+				t.Fatalf("line %q, want cursor %d", l, next)
+			}
+			next++
+		}
+		sizes = append(sizes, n)
+	}
+	// 37 events left: 2 (rest of the first frame) + 5+5 = 12, +5 would be 17.
+	want := []int{12, 15, 10}
+	if len(sizes) != len(want) || sizes[0] != want[0] || sizes[1] != want[1] || sizes[2] != want[2] {
+		t.Fatalf("frame sizes %v, want %v", sizes, want)
+	}
+	if c.queued != 0 {
+		t.Fatalf("queued %d after draining", c.queued)
+	}
+}
+
+// TestOneFrameIsTheSharedBytes: a caught-up subscriber writes the frame
+// the reader encoded, not a copy.
+func TestOneFrameIsTheSharedBytes(t *testing.T) {
+	fs, err := encodeEvents(events(1, 1), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := testConn(10, 16), testConn(10, 16)
+	a.push(fs, 1)
+	b.push(fs, 1)
+	da, _, _ := a.next()
+	db, _, _ := b.next()
+	if &da[0] != &fs[0].data[0] || &db[0] != &fs[0].data[0] {
+		t.Fatal("subscribers got copies of the encoded frame")
+	}
+}
+
+func TestQueueOverflowRefusesThePush(t *testing.T) {
+	c := testConn(8, 16)
+	fs, _ := encodeEvents(events(1, 5), 16)
+	if !c.push(fs, 5) {
+		t.Fatal("first push refused")
+	}
+	fs, _ = encodeEvents(events(6, 10), 16)
+	if c.push(fs, 5) {
+		t.Fatal("push beyond the queue accepted")
+	}
+	if !c.closing {
+		t.Fatal("an overflowing connection is not marked closing")
+	}
+}

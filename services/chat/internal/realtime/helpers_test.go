@@ -1,0 +1,364 @@
+package realtime_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/memory"
+	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/internal/redisstore"
+)
+
+const adminToken = "admin-token-0123456789"
+
+// wait bounds every event wait: generous, as the machine is shared.
+const wait = 30 * time.Second
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the tests that stop Redis expect them.
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
+
+// replica is one chat process: its own apiserver, Service, engine and Hub.
+type replica struct {
+	t     *testing.T
+	srv   *apiserver.Server[chat.User]
+	svc   *chat.Service
+	hub   *realtime.Hub
+	store chat.Store
+	base  string
+	admin chat.User
+}
+
+type replicaConfig struct {
+	redisURL   string // empty: memory engine
+	store      chat.Store
+	history    int
+	publicRead bool
+	cors       string
+	opts       realtime.Options
+	register   func(*apiserver.Server[chat.User], *chat.Service) realtime.Sender
+}
+
+var prefixN atomic.Int64
+
+// testPrefix keeps each test's keys apart on a shared Redis.
+func testPrefix() string { return fmt.Sprintf("rt%d:", prefixN.Add(1)) }
+
+func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
+	t.Helper()
+	if cfg.history == 0 {
+		cfg.history = 1000
+	}
+	store := cfg.store
+	if store == nil {
+		if cfg.redisURL != "" {
+			o, err := redis.ParseURL(cfg.redisURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb, blocking := redis.NewClient(o), redis.NewClient(o)
+			t.Cleanup(func() { _ = rdb.Close(); _ = blocking.Close() })
+			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix, Blocking: blocking})
+		} else {
+			store = memory.New(cfg.history)
+		}
+	}
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler)})
+	admin, err := svc.Bootstrap(context.Background(), adminToken)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	env := map[string]string{"PORT": "0"}
+	srv, err := apiserver.New(apiserver.Config[chat.User]{
+		Getenv:         func(k string) string { return env[k] },
+		Logger:         slog.New(slog.DiscardHandler),
+		RedisURL:       cfg.redisURL,
+		RateLimitAllow: []string{"127.0.0.0/8"},
+		CORSOrigin:     cfg.cors,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cfg.opts
+	opts.KeyPrefix = prefix
+	if cfg.register != nil {
+		opts.Sender = cfg.register(srv, svc)
+	}
+	hub, err := realtime.Mount(srv, svc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{t: t, srv: srv, svc: svc, hub: hub, store: store, base: "http://" + srv.Addr(), admin: admin}
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+func (r *replica) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_ = r.srv.Stop(ctx)
+}
+
+// user creates a user of role and returns it with its token.
+func (r *replica) user(role chat.Role, name string) (chat.User, string) {
+	r.t.Helper()
+	u, tok, err := r.svc.CreateUser(context.Background(), r.admin, chat.CreateUserInput{Name: name, Role: role})
+	if err != nil {
+		r.t.Fatalf("create user %s: %v", name, err)
+	}
+	return u, tok
+}
+
+// event is any server frame object.
+type event struct {
+	Type       string          `json:"type"`
+	Channel    string          `json:"channel"`
+	Cursor     chat.Cursor     `json:"cursor"`
+	LastID     chat.Cursor     `json:"last_id"`
+	Recovered  bool            `json:"recovered"`
+	Count      int             `json:"count"`
+	Code       string          `json:"code"`
+	Status     int             `json:"status"`
+	ID         json.RawMessage `json:"id"`
+	Raw        json.RawMessage `json:"message"`
+	Moderation *chat.Moderation
+	Reply      *chat.Message `json:"reply"`
+	User       *chat.UserRef `json:"user"`
+}
+
+func (e event) msg(t *testing.T) chat.Message {
+	t.Helper()
+	var m chat.Message
+	if err := json.Unmarshal(e.Raw, &m); err != nil {
+		t.Fatalf("%s frame without a message: %s", e.Type, e.Raw)
+	}
+	return m
+}
+
+// client is a test WebSocket subscriber.
+type client struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	events chan event // hello, channel events
+	acks   chan event // ack, error, pong
+	pres   chan int
+	closed chan struct{}
+	err    error // why the read loop ended, valid after closed
+	frames atomic.Int64
+	mu     sync.Mutex
+	reqID  int
+}
+
+func dial(t *testing.T, base, query string, header http.Header) *client {
+	t.Helper()
+	c, resp, err := tryDial(t, base, query, header)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s?%s: %v (status %d)", base, query, err, status)
+	}
+	return c
+}
+
+func tryDial(t *testing.T, base, query string, header http.Header) (*client, *http.Response, error) {
+	t.Helper()
+	url := strings.Replace(base, "http://", "ws://", 1) + realtime.WSPath + "?" + query
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		return nil, resp, err
+	}
+	ws.SetReadLimit(1 << 20)
+	c := &client{t: t, ws: ws, events: make(chan event, 100000), acks: make(chan event, 1000), pres: make(chan int, 1000), closed: make(chan struct{})}
+	go c.read()
+	t.Cleanup(func() { ws.CloseNow() })
+	return c, resp, nil
+}
+
+func (c *client) read() {
+	defer close(c.closed)
+	for {
+		_, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.frames.Add(1)
+		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+			var e event
+			if err := json.Unmarshal(line, &e); err != nil {
+				c.err = fmt.Errorf("bad line %q: %w", line, err)
+				return
+			}
+			switch e.Type {
+			case "ack", "error", "pong":
+				c.acks <- e
+			case "presence":
+				c.pres <- e.Count
+			default:
+				c.events <- e
+			}
+		}
+	}
+}
+
+func (c *client) next() event {
+	c.t.Helper()
+	select {
+	case e := <-c.events:
+		return e
+	case <-c.closed:
+		c.t.Fatalf("connection closed while waiting for an event: %v", c.err)
+	case <-time.After(wait):
+		c.t.Fatal("no event in time")
+	}
+	return event{}
+}
+
+func (c *client) hello() event {
+	c.t.Helper()
+	e := c.next()
+	if e.Type != "hello" {
+		c.t.Fatalf("first frame %q, want hello", e.Type)
+	}
+	return e
+}
+
+// messages reads n message events and returns their messages.
+func (c *client) messages(n int) []chat.Message {
+	c.t.Helper()
+	out := make([]chat.Message, 0, n)
+	for len(out) < n {
+		e := c.next()
+		if e.Type != string(chat.EventMessage) {
+			continue
+		}
+		out = append(out, e.msg(c.t))
+	}
+	return out
+}
+
+// request writes a client frame and waits for its ack or error.
+func (c *client) request(v map[string]any) event {
+	c.t.Helper()
+	c.mu.Lock()
+	c.reqID++
+	id := c.reqID
+	c.mu.Unlock()
+	v["id"] = id
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+	for {
+		select {
+		case e := <-c.acks:
+			if string(e.ID) == fmt.Sprint(id) {
+				return e
+			}
+		case <-c.closed:
+			c.t.Fatalf("connection closed while waiting for the answer to %v: %v", v, c.err)
+		case <-time.After(wait):
+			c.t.Fatalf("no answer to %v", v)
+		}
+	}
+}
+
+func (c *client) auth(token string) event {
+	return c.request(map[string]any{"type": "auth", "token": token})
+}
+
+func (c *client) send(text string) event {
+	return c.request(map[string]any{"type": "send", "message": text})
+}
+
+// waitClosed waits for the server to close the connection and returns
+// the close code (-1 without a close frame).
+func (c *client) waitClosed() websocket.StatusCode {
+	c.t.Helper()
+	select {
+	case <-c.closed:
+	case <-time.After(wait):
+		c.t.Fatal("connection still open")
+	}
+	return websocket.CloseStatus(c.err)
+}
+
+// waitPresence waits for a presence frame with count n.
+func (c *client) waitPresence(n int) {
+	c.t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case got := <-c.pres:
+			if got == n {
+				return
+			}
+		case <-c.closed:
+			c.t.Fatalf("closed while waiting for presence %d: %v", n, c.err)
+		case <-deadline:
+			c.t.Fatalf("presence never reached %d", n)
+		}
+	}
+}
+
+func redisServer(t *testing.T, args ...string) *redistest.Server {
+	return redistest.Start(t, args...)
+}
+
+// rawStuckClient completes a WebSocket handshake over plain TCP and then
+// never reads: the server's writes back up into the socket buffers.
+func rawStuckClient(t *testing.T, base, query string) net.Conn {
+	t.Helper()
+	addr := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := "GET " + realtime.WSPath + "?" + query + " HTTP/1.1\r\nHost: " + addr +
+		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "101") {
+		t.Fatalf("handshake: %q %v", line, err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	return conn
+}

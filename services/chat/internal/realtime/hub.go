@@ -1,0 +1,333 @@
+package realtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// Sender is the send path: POST /messages/send's, so a message sent over a
+// socket meets the same permissions, filters, commands, slow mode, rate
+// limits and storage. *chat.Service is one; the HTTP API's per-user limiter
+// wraps it.
+type Sender interface {
+	Send(ctx context.Context, actor chat.User, in chat.SendInput) (chat.SendResult, error)
+}
+
+// Options tune a Hub; zero values take the defaults in brackets.
+type Options struct {
+	// Sender sends messages (svc). Pass the HTTP API's sender so both
+	// transports share its per-user limit.
+	Sender Sender
+	// Presence counts connections over replicas (Redis when the server has
+	// a Redis client, else in process).
+	Presence Presence
+	// ReplicaID names this process in presence counts (random).
+	ReplicaID string
+	Logger    *slog.Logger
+
+	// QueueSize is how many events may wait for one connection before it
+	// is closed with 4008 as too slow (1024).
+	QueueSize int
+	// Batch is the most events written in one frame (16).
+	Batch int
+	// MaxFrameBytes is the largest client frame; bigger ones close the
+	// connection with 1009 (4096).
+	MaxFrameBytes int64
+	// PingInterval is how often the server pings each connection (25 s);
+	// a peer that has not answered within PongTimeout (10 s) is dropped.
+	PingInterval, PongTimeout time.Duration
+	// WriteTimeout bounds one write to a connection (10 s).
+	WriteTimeout time.Duration
+	// SendTimeout bounds one send through Sender (10 s).
+	SendTimeout time.Duration
+	// SendRate and SendBurst are the per-connection limit on send frames:
+	// a token bucket of SendBurst refilled at SendRate per second (5, 10).
+	// It protects the server from a flooding socket; the per-user limit
+	// (Sender) is the one users meet.
+	SendRate  float64
+	SendBurst int
+	// AuthTimeout is how long a connection may wait for its auth frame
+	// when reading needs a token (10 s).
+	AuthTimeout time.Duration
+	// RoomLinger keeps a channel's reader running this long after its last
+	// subscriber left, so reconnects do not restart it (30 s).
+	RoomLinger time.Duration
+	// PresenceInterval is how often each replica refreshes its presence
+	// counts (5 s); changes are reported within PresenceDebounce (200 ms).
+	PresenceInterval, PresenceDebounce time.Duration
+	// Tail tunes the per-channel log readers (chat.Tail's defaults).
+	Tail chat.TailOptions
+	// KeyPrefix starts the Redis presence keys ("chat:").
+	KeyPrefix string
+}
+
+func (o *Options) fill() error {
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	if o.Batch <= 0 {
+		o.Batch = 16
+	}
+	if o.MaxFrameBytes <= 0 {
+		o.MaxFrameBytes = 4096
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 25 * time.Second
+	}
+	if o.PongTimeout <= 0 {
+		o.PongTimeout = 10 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = 10 * time.Second
+	}
+	if o.SendRate <= 0 {
+		o.SendRate = 5
+	}
+	if o.SendBurst <= 0 {
+		o.SendBurst = 10
+	}
+	if o.AuthTimeout <= 0 {
+		o.AuthTimeout = 10 * time.Second
+	}
+	if o.RoomLinger <= 0 {
+		o.RoomLinger = 30 * time.Second
+	}
+	if o.PresenceInterval <= 0 {
+		o.PresenceInterval = 5 * time.Second
+	}
+	if o.PresenceDebounce <= 0 {
+		o.PresenceDebounce = 200 * time.Millisecond
+	}
+	if o.Presence == nil {
+		o.Presence = NewLocalPresence()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReplicaID == "" {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("replica id: %w", err)
+		}
+		o.ReplicaID = hex.EncodeToString(b[:])
+	}
+	return nil
+}
+
+// Hub is one replica's live delivery: a reader per channel that has
+// subscribers here, tailing the channel's event log from the last cursor it
+// handled, and the connections it fans the events out to.
+type Hub struct {
+	svc     *chat.Service
+	log     chat.EventLog
+	opts    Options
+	sender  Sender
+	logger  *slog.Logger
+	metrics *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // rooms' readers and the janitor
+
+	mu     sync.Mutex
+	rooms  map[string]*room
+	conns  map[*conn]struct{}
+	closed bool
+}
+
+// NewHub returns a running hub over svc's event log. Close stops it.
+func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
+	if svc == nil {
+		return nil, errors.New("realtime: a chat service is required")
+	}
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	h := &Hub{svc: svc, log: svc.Events(), opts: opts, sender: opts.Sender, logger: opts.Logger,
+		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, metrics: newMetrics()}
+	if h.sender == nil {
+		h.sender = svc
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.wg.Add(1)
+	go h.janitor()
+	return h, nil
+}
+
+// ReplicaID is the name this hub reports presence under.
+func (h *Hub) ReplicaID() string { return h.opts.ReplicaID }
+
+// Connections is the number of open connections on this replica.
+func (h *Hub) Connections() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// Close closes every connection with 1001 (going away: reconnect, with
+// since, to another replica), withdraws this replica's presence and stops
+// the readers. It waits at most until ctx ends.
+func (h *Hub) Close(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	rooms := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.closeWith(websocket.StatusGoingAway, "server shutting down; reconnect with since")
+			c.waitDone(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, r := range rooms {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _ = h.opts.Presence.Report(pctx, r.name, h.opts.ReplicaID, 0)
+		cancel()
+	}
+	h.cancel()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("realtime: stop readers: %w", ctx.Err())
+	}
+}
+
+// join subscribes c to channel: it returns the room and the cursor after
+// which the room will queue every event for c. It waits for a new room's
+// reader to learn the channel's head, at most until ctx ends.
+func (h *Hub) join(ctx context.Context, channel string, c *conn) (*room, chat.Cursor, error) {
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, chat.Cursor{}, errors.New("shutting down")
+		}
+		r := h.rooms[channel]
+		if r == nil {
+			r = newRoom(h, channel)
+			h.rooms[channel] = r
+			h.wg.Add(1)
+			go r.run()
+		}
+		h.mu.Unlock()
+		select {
+		case <-r.ready:
+		case <-ctx.Done():
+			return nil, chat.Cursor{}, fmt.Errorf("join %s: %w", channel, ctx.Err())
+		}
+		r.mu.Lock()
+		if r.stopped {
+			r.mu.Unlock()
+			continue // closed for idleness meanwhile; make a new one
+		}
+		r.subs[c] = struct{}{}
+		pos := r.pos
+		r.mu.Unlock()
+		r.presenceChanged()
+		return r, pos, nil
+	}
+}
+
+func (h *Hub) addConn(c *conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.conns[c] = struct{}{}
+	h.metrics.connections.Inc()
+	return true
+}
+
+func (h *Hub) removeConn(c *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.conns[c]; ok {
+		delete(h.conns, c)
+		h.metrics.connections.Dec()
+	}
+}
+
+// janitor does the periodic work of all connections and rooms in one
+// goroutine, so an idle connection costs no timer: pings are due every
+// PingInterval, a write stuck beyond WriteTimeout drops its connection,
+// and rooms refresh presence and stop once idle for RoomLinger.
+func (h *Hub) janitor() {
+	defer h.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case now := <-tick.C:
+			h.sweep(now)
+		}
+	}
+}
+
+func (h *Hub) sweep(now time.Time) {
+	h.mu.Lock()
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	rooms := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.maintain(now)
+	}
+	for _, r := range rooms {
+		r.maintain(now)
+	}
+}
+
+// stopRoom removes r if it is still idle.
+func (h *Hub) stopRoom(r *room) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.subs) > 0 || r.stopped {
+		return
+	}
+	r.stopped = true
+	if h.rooms[r.name] == r {
+		delete(h.rooms, r.name)
+	}
+	r.cancel()
+}

@@ -1,0 +1,196 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
+	"github.com/apistack/platform/services/chat/web"
+)
+
+// WSPath is the WebSocket endpoint.
+const WSPath = "/api/v1/ws"
+
+// wsInput is the query of GET /api/v1/ws.
+type wsInput struct {
+	Channel string `query:"channel" maxLength:"32" doc:"Channel to subscribe to (default general)"`
+	Since   string `query:"since" pattern:"^[0-9]+(-[0-9]+)?$" doc:"Recover every event after this cursor (\"42\" or \"42-1\"), then go live"`
+}
+
+// Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
+// the protocol) and the browser client at / on srv. The hub closes its
+// connections with 1001 when srv stops. With a Redis client on srv
+// (REDIS_URL) and no Presence in opts, presence is counted in Redis.
+func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
+	if srv == nil {
+		return nil, errors.New("realtime: a server is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = srv.Logger()
+	}
+	if opts.Presence == nil && srv.Redis() != nil {
+		opts.Presence = redispresence.New(srv.Redis(), opts.KeyPrefix, 0)
+	}
+	h, err := NewHub(svc, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.metrics.register(srv.Registry()); err != nil {
+		_ = h.Close(context.Background())
+		return nil, err
+	}
+	srv.OnShutdown(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return h.Close(ctx)
+	})
+	origins := newOriginCheck(srv.CORSOrigins())
+	apiserver.Register(srv, apiserver.Operation{
+		Method:      http.MethodGet,
+		URL:         WSPath,
+		Summary:     "Live messages over a WebSocket",
+		Description: Protocol,
+		Tags:        []string{"Live"},
+		NoTimeouts:  true,
+		Status:      http.StatusSwitchingProtocols,
+		// Connection attempts count against the client's global limit like
+		// any request; RATE_LIMIT_ALLOW exempts load tests.
+		Responses: map[int]string{
+			http.StatusUnauthorized:       "Malformed Authorization header",
+			http.StatusForbidden:          "Origin not allowed, or unknown token",
+			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
+			http.StatusServiceUnavailable: "The token could not be checked (store unavailable)",
+		},
+	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
+		return apiserver.NoBody{}, h.accept(c.Context, in, origins)
+	})
+	mountWeb(srv.Instance())
+	return h, nil
+}
+
+// accept checks the handshake and hands the connection to its own
+// goroutines; the handler returns at once, so the request's deep stack is
+// not kept for the life of the socket.
+func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck) error {
+	r := c.Request
+	channel, err := chat.NormalizeChannel(in.Channel)
+	if err != nil {
+		return apiserver.ValidationError(apiserver.FieldError{Field: "query.channel", Message: "use 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit"})
+	}
+	var since *chat.Cursor
+	if in.Since != "" {
+		cur, err := chat.ParseCursor(in.Since)
+		if err != nil {
+			return apiserver.ValidationError(apiserver.FieldError{Field: "query.since", Message: "a cursor like 42 or 42-1"})
+		}
+		since = &cur
+	}
+	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket") {
+		return apiserver.NewError(http.StatusUpgradeRequired, "This endpoint speaks WebSocket only (Connection: Upgrade, Upgrade: websocket)")
+	}
+	if !origins.allowed(r) {
+		return apiserver.ForbiddenError("Origin " + r.Header.Get("Origin") + " is not allowed (CORS_ORIGIN)")
+	}
+	var user *chat.User
+	if authz := r.Header.Get("Authorization"); authz != "" {
+		scheme, token, ok := strings.Cut(authz, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return apiserver.UnauthorizedError("Authorization header must be 'Bearer <token>'")
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		u, err := h.svc.Authenticate(ctx, strings.TrimSpace(token))
+		cancel()
+		switch {
+		case chat.KindOf(err) == chat.KindUnauthorized:
+			return apiserver.ForbiddenError("Invalid token")
+		case err != nil:
+			return &apiserver.Error{Status: http.StatusServiceUnavailable, Message: "The token could not be checked; retry shortly",
+				Header: http.Header{"Retry-After": {"1"}}, Cause: err}
+		}
+		user = &u
+	}
+	// The origin was checked above against CORS_ORIGIN, which is the
+	// service's one list of allowed sites.
+	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return nil // Accept has answered the request
+	}
+	cn := newConn(h, ws, channel, user)
+	if !h.addConn(cn) {
+		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
+		return nil
+	}
+	go cn.serve(since, user == nil && !h.svc.PublicRead())
+	return nil
+}
+
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// originCheck admits a handshake whose Origin is absent (not a browser),
+// listed in CORS_ORIGIN (or CORS_ORIGIN is "*"), or this server's own
+// origin (the embedded client, also behind a proxy that keeps Host).
+type originCheck struct {
+	any     bool
+	origins map[string]bool
+}
+
+func newOriginCheck(origins []string) originCheck {
+	oc := originCheck{origins: map[string]bool{}}
+	for _, o := range origins {
+		if o == "*" {
+			oc.any = true
+		}
+		oc.origins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	return oc
+}
+
+func (oc originCheck) allowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || oc.any || oc.origins[strings.ToLower(strings.TrimRight(origin, "/"))] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// mountWeb serves the browser client: / and its assets, all with relative
+// links so the page works under a proxy's path prefix (/chat/).
+func mountWeb(e *gin.Engine) {
+	serve := func(name, contentType string) gin.HandlerFunc {
+		b, err := fs.ReadFile(web.FS, name)
+		if err != nil {
+			panic("realtime: embedded web client lacks " + name)
+		}
+		return func(c *gin.Context) {
+			c.Header("Cache-Control", "no-cache")
+			c.Header("X-Content-Type-Options", "nosniff")
+			if name == "index.html" {
+				c.Header("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'")
+			}
+			c.Data(http.StatusOK, contentType, b)
+		}
+	}
+	e.GET("/", serve("index.html", "text/html; charset=utf-8"))
+	e.GET("/app.js", serve("app.js", "text/javascript; charset=utf-8"))
+	e.GET("/style.css", serve("style.css", "text/css; charset=utf-8"))
+}

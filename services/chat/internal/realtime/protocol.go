@@ -1,0 +1,244 @@
+package realtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// Close codes the server uses besides the standard ones (1000 normal,
+// 1001 going away on shutdown, 1003 binary frame, 1009 frame over the
+// limit, 1011 internal error, 1013 try again later). The 4000 range is the
+// application's (RFC 6455 §7.4.2); each says what the client should do.
+const (
+	// CloseUnauthorized: reading needs a token (CHAT_PUBLIC_READ=false) and
+	// no valid auth frame came in time. Do not reconnect without a token.
+	CloseUnauthorized websocket.StatusCode = 4001
+	// CloseSlowConsumer: more events were waiting for this client than its
+	// queue holds. Reconnect with since=<last id seen> to recover the rest.
+	CloseSlowConsumer websocket.StatusCode = 4008
+	// CloseResync: this replica lost its place in the channel's log (the
+	// history window moved past it, or the store was reset). Reconnect with
+	// since=<last id seen>; hello says recovered:false if a reload is needed.
+	CloseResync websocket.StatusCode = 4010
+)
+
+// Frame types, server to client. Event frames use the domain's event
+// types (message, message_deleted, user_timed_out, user_banned).
+const (
+	typeHello    = "hello"
+	typePresence = "presence"
+	typeAck      = "ack"
+	typePong     = "pong"
+	typeError    = "error"
+)
+
+// Client frame types.
+const (
+	typeAuth = "auth"
+	typeSend = "send"
+	typePing = "ping"
+)
+
+// Error codes of error frames that do not come from a domain error kind
+// (those use the kind itself: invalid, unauthorized, forbidden, blocked,
+// slow_mode, unavailable, ...).
+const (
+	codeBadRequest  = "bad_request"
+	codeRateLimited = "rate_limited"
+	codeInternal    = "internal"
+)
+
+// clientFrame is every client-to-server object; unused fields stay empty.
+type clientFrame struct {
+	Type    string          `json:"type"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Token   string          `json:"token,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+type helloFrame struct {
+	Type      string        `json:"type"`
+	Channel   string        `json:"channel"`
+	LastID    chat.Cursor   `json:"last_id"`
+	Recovered bool          `json:"recovered"`
+	User      *chat.UserRef `json:"user,omitempty"`
+	Replica   string        `json:"replica"`
+}
+
+type presenceFrame struct {
+	Type    string `json:"type"`
+	Channel string `json:"channel"`
+	Count   int    `json:"count"`
+}
+
+type ackFrame struct {
+	Type    string          `json:"type"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Message *chat.Message   `json:"message,omitempty"`
+	Reply   *chat.Message   `json:"reply,omitempty"`
+	User    *chat.UserRef   `json:"user,omitempty"`
+}
+
+type pongFrame struct {
+	Type string          `json:"type"`
+	ID   json.RawMessage `json:"id,omitempty"`
+}
+
+// errorFrame mirrors the HTTP error body: the status a REST call would
+// have answered, a code to switch on, and what the client needs to react.
+type errorFrame struct {
+	Type       string            `json:"type"`
+	ID         json.RawMessage   `json:"id,omitempty"`
+	Code       string            `json:"code"`
+	Status     int               `json:"status"`
+	Message    string            `json:"message"`
+	Reason     string            `json:"reason,omitempty"`
+	RetryAfter int               `json:"retry_after_seconds,omitempty"`
+	Until      *time.Time        `json:"until,omitempty"`
+	Details    []chat.FieldError `json:"details,omitempty"`
+}
+
+// frame is what a connection's queue holds: the bytes of one WebSocket
+// message, shared by every subscriber it goes to. Event frames carry the
+// cursor of each event they hold and where it ends in data, so a
+// subscriber that already has some of them (after a recovery) can write
+// the rest without encoding anything again.
+type frame struct {
+	data    []byte
+	cursors []chat.Cursor // empty for control frames (hello, ack, ...)
+	ends    []int         // ends[i]: end of event i in data (exclusive)
+}
+
+func (f *frame) events() int { return len(f.cursors) }
+
+// weight is how much of a queue a frame takes: its events, or 1.
+func (f *frame) weight() int { return max(1, len(f.cursors)) }
+
+// controlFrame encodes one control object.
+func controlFrame(v any) *frame {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every control type is a plain struct; this cannot happen.
+		panic("realtime: encode control frame: " + err.Error())
+	}
+	return &frame{data: b}
+}
+
+// encodeEvents encodes each event once and groups them into frames of at
+// most batch events, newline-separated: what a subscriber that is behind
+// gets in one write.
+func encodeEvents(evs []chat.Event, batch int) ([]*frame, error) {
+	out := make([]*frame, 0, (len(evs)+batch-1)/batch)
+	for len(evs) > 0 {
+		n := min(batch, len(evs))
+		f := &frame{cursors: make([]chat.Cursor, 0, n), ends: make([]int, 0, n)}
+		var buf bytes.Buffer
+		for i, ev := range evs[:n] {
+			if i > 0 {
+				buf.WriteByte('\n')
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+			f.cursors = append(f.cursors, ev.Cursor)
+			f.ends = append(f.ends, buf.Len())
+		}
+		f.data = buf.Bytes()
+		out = append(out, f)
+		evs = evs[n:]
+	}
+	return out, nil
+}
+
+// after returns the part of an event frame holding the events strictly
+// after cur (nil if none), and how many there are.
+func (f *frame) after(cur chat.Cursor) ([]byte, int) {
+	for i, c := range f.cursors {
+		if cur.Less(c) {
+			start := 0
+			if i > 0 {
+				start = f.ends[i-1] + 1 // skip the newline
+			}
+			return f.data[start:], len(f.cursors) - i
+		}
+	}
+	return nil, 0
+}
+
+// errorFor turns an error of the send path into an error frame: the same
+// status and fields POST /messages/send would answer with.
+func errorFor(id json.RawMessage, err error) errorFrame {
+	e := errorFrame{Type: typeError, ID: id, Code: codeInternal, Status: http.StatusInternalServerError, Message: "internal error"}
+	de, ok := chat.AsError(err)
+	if !ok {
+		return e
+	}
+	e.Code = string(de.Kind)
+	e.Message = de.Message
+	if e.Message == "" {
+		e.Message = string(de.Kind)
+	}
+	e.Reason = de.Reason
+	switch de.Kind {
+	case chat.KindInvalid:
+		e.Status = http.StatusBadRequest
+		e.Details = de.Fields
+	case chat.KindUnauthorized:
+		e.Status = http.StatusUnauthorized
+	case chat.KindForbidden:
+		e.Status = http.StatusForbidden
+		if !de.Until.IsZero() {
+			u := de.Until.UTC()
+			e.Until = &u
+		}
+	case chat.KindNotFound:
+		e.Status = http.StatusNotFound
+	case chat.KindConflict:
+		e.Status = http.StatusConflict
+	case chat.KindBlocked:
+		e.Status = http.StatusUnprocessableEntity
+		e.Message += "; nothing was stored"
+	case chat.KindSlowMode:
+		e.Status = http.StatusTooManyRequests
+		e.RetryAfter = retrySeconds(de.RetryAfter)
+	case chat.KindUnavailable:
+		// The cause names a Redis call; it is logged, never shown.
+		e.Status = http.StatusServiceUnavailable
+		e.Message = "the chat store is unavailable; nothing was stored. Retry shortly."
+		e.RetryAfter = 1
+	case chat.KindHistoryGone:
+		e.Status = http.StatusGone
+	default:
+		e.Code, e.Status, e.Message = codeInternal, http.StatusInternalServerError, "internal error"
+	}
+	return e
+}
+
+func badRequest(id json.RawMessage, msg string) errorFrame {
+	return errorFrame{Type: typeError, ID: id, Code: codeBadRequest, Status: http.StatusBadRequest, Message: msg}
+}
+
+// retrySeconds rounds a wait up to whole seconds, at least 1.
+func retrySeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// closeCode extracts the close code from a read or write error, -1 if the
+// connection ended without a close frame.
+func closeCode(err error) websocket.StatusCode {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return -1
+}

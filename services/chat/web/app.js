@@ -1,0 +1,255 @@
+// The chat's browser client. Every URL is built relative to the page, so it
+// works at / and behind a proxy prefix such as /chat/. Protocol: /docs, or
+// the service README ("Live delivery").
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const base = new URL(".", document.baseURI);
+
+const state = {
+  channel: "general",
+  ws: null,
+  cursor: null, // last event cursor seen: reconnect with since=cursor
+  backoff: 500,
+  timer: null,
+  reqId: 0,
+  stopped: false,
+  byId: new Map(), // message id -> <li>
+};
+
+function setStatus(text, cls) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = "status " + (cls || "");
+}
+
+function showError(text) {
+  $("error").textContent = text || "";
+}
+
+function token() {
+  return sessionStorage.getItem("chat.token") || "";
+}
+
+function wsURL() {
+  const u = new URL("api/v1/ws", base);
+  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
+  u.searchParams.set("channel", state.channel);
+  if (state.cursor !== null) u.searchParams.set("since", state.cursor);
+  return u.toString();
+}
+
+function messageId(cursor) {
+  return parseInt(String(cursor).split("-")[0], 10) || 0;
+}
+
+// render inserts a message in id order; tombstones and duplicates are not shown.
+function render(m) {
+  if (m.deleted) {
+    remove(m.id);
+    return;
+  }
+  if (state.byId.has(m.id)) return;
+  const li = document.createElement("li");
+  li.dataset.id = m.id;
+  if (m.bot) li.classList.add("bot");
+  const time = document.createElement("span");
+  time.className = "time";
+  time.textContent = new Date(m.created_at).toLocaleTimeString();
+  const user = document.createElement("span");
+  user.className = "user";
+  user.textContent = m.user.name;
+  const role = document.createElement("span");
+  role.className = "role";
+  role.textContent = m.user.role;
+  const text = document.createElement("span");
+  text.className = "text";
+  text.textContent = m.text;
+  li.append(time, user, role, text);
+  const list = $("messages");
+  let before = null;
+  for (let el = list.lastElementChild; el; el = el.previousElementSibling) {
+    if (el.dataset.id && Number(el.dataset.id) < m.id) break;
+    if (el.dataset.id) before = el;
+  }
+  list.insertBefore(li, before);
+  state.byId.set(m.id, li);
+  scrollDown();
+}
+
+function remove(id) {
+  const li = state.byId.get(id);
+  if (li) li.remove();
+  state.byId.set(id, null); // remember: a late history page must not bring it back
+}
+
+function notice(text) {
+  const li = document.createElement("li");
+  li.className = "notice";
+  li.textContent = text;
+  $("messages").append(li);
+  scrollDown();
+}
+
+function scrollDown() {
+  const main = document.querySelector("main");
+  main.scrollTop = main.scrollHeight;
+}
+
+function clearMessages() {
+  $("messages").replaceChildren();
+  state.byId.clear();
+}
+
+// loadHistory fetches the messages up to the subscription's start; live
+// events after it arrive on the socket, so nothing is shown twice.
+async function loadHistory(lastId) {
+  const id = messageId(lastId);
+  if (id === 0) return;
+  const u = new URL("api/v1/messages", base);
+  u.searchParams.set("channel", state.channel);
+  u.searchParams.set("limit", "100");
+  u.searchParams.set("before", String(id + 1));
+  const headers = {};
+  if (token()) headers.Authorization = "Bearer " + token();
+  try {
+    const res = await fetch(u, { headers });
+    if (!res.ok) throw new Error("history: " + res.status);
+    const body = await res.json();
+    const list = Array.isArray(body) ? body : body.messages || [];
+    for (const m of list) {
+      if (!state.byId.has(m.id)) render(m);
+    }
+  } catch (e) {
+    showError("could not load history: " + e.message);
+  }
+}
+
+function handle(ev) {
+  if (ev.cursor !== undefined) state.cursor = ev.cursor;
+  switch (ev.type) {
+    case "hello":
+      state.backoff = 500;
+      setStatus("live", "live");
+      if (!ev.recovered) {
+        clearMessages();
+        state.cursor = ev.last_id;
+        loadHistory(ev.last_id);
+      }
+      break;
+    case "message":
+      render(ev.message);
+      break;
+    case "message_deleted":
+      remove(ev.message.id);
+      break;
+    case "user_timed_out":
+      notice(ev.moderation.user.name + " was timed out by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
+      break;
+    case "user_banned":
+      notice(ev.moderation.user.name + " was banned by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
+      break;
+    case "presence":
+      $("presence").textContent = ev.count + " online";
+      break;
+    case "ack":
+      if (ev.user) $("who").textContent = "as " + ev.user.name + " (" + ev.user.role + ")";
+      if (ev.message) {
+        render(ev.message);
+        if (ev.reply) render(ev.reply);
+        $("message").value = "";
+        showError("");
+      }
+      break;
+    case "error":
+      showError(ev.message + (ev.retry_after_seconds ? " (retry in " + ev.retry_after_seconds + " s)" : ""));
+      break;
+  }
+}
+
+function connect() {
+  clearTimeout(state.timer);
+  const ws = new WebSocket(wsURL());
+  state.ws = ws;
+  setStatus("connecting");
+  ws.onopen = () => {
+    if (token()) ws.send(JSON.stringify({ type: "auth", token: token(), id: ++state.reqId }));
+  };
+  ws.onmessage = (e) => {
+    if (ws !== state.ws) return;
+    for (const line of String(e.data).split("\n")) {
+      if (line.trim() === "") continue;
+      try {
+        handle(JSON.parse(line));
+      } catch (err) {
+        console.error("bad frame", line, err);
+      }
+    }
+  };
+  ws.onclose = (e) => {
+    if (ws !== state.ws) return;
+    state.ws = null;
+    if (e.code === 4001) {
+      setStatus("needs a token", "down");
+      showError("reading this chat needs a token");
+      return;
+    }
+    // Reconnect with since=cursor after an exponential, jittered wait.
+    const wait = Math.round(state.backoff * (0.5 + Math.random() / 2));
+    state.backoff = Math.min(state.backoff * 2, 30000);
+    setStatus("reconnecting in " + Math.ceil(wait / 1000) + " s", "down");
+    state.timer = setTimeout(connect, wait);
+  };
+}
+
+function join(channel) {
+  state.channel = channel;
+  state.cursor = null;
+  clearMessages();
+  location.hash = channel;
+  if (state.ws) {
+    const old = state.ws;
+    state.ws = null;
+    old.close(1000, "switching channel");
+  }
+  state.backoff = 500;
+  connect();
+}
+
+$("channel-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const ch = $("channel").value.trim().toLowerCase() || "general";
+  join(ch);
+});
+
+$("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const t = $("token").value.trim();
+  if (t) sessionStorage.setItem("chat.token", t);
+  else sessionStorage.removeItem("chat.token");
+  $("token").value = "";
+  $("who").textContent = t ? "token set" : "";
+  if (state.ws && state.ws.readyState === WebSocket.OPEN && t) {
+    state.ws.send(JSON.stringify({ type: "auth", token: t, id: ++state.reqId }));
+  }
+});
+
+$("send-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const text = $("message").value.trim();
+  if (!text) return;
+  if (!token()) {
+    showError("set a token to send");
+    return;
+  }
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
+    showError("not connected; retrying");
+    return;
+  }
+  state.ws.send(JSON.stringify({ type: "send", message: text, id: ++state.reqId }));
+});
+
+if (token()) $("who").textContent = "token set";
+const initial = decodeURIComponent(location.hash.slice(1)) || "general";
+$("channel").value = initial;
+join(initial);
