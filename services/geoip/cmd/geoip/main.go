@@ -1,0 +1,293 @@
+// Command geoip is the IP location service: `serve` (the default) answers from an
+// IP2Location BIN or MMDB file or the embedded sample, `convert` writes BIN files from MMDB
+// and IP2Location CSV data, and `healthcheck` probes a running server for Docker.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/services/geoip/internal/convert"
+	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/sample"
+	"github.com/apistack/platform/services/geoip/internal/tz"
+	"github.com/apistack/platform/services/geoip/internal/updater"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "geoip:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches a subcommand; env reads the environment (os.Getenv outside tests).
+func run(ctx context.Context, args []string, env func(string) string) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, env)
+	case "convert":
+		return convertCmd(args, os.Stdout)
+	case "healthcheck":
+		return healthcheck(ctx, env)
+	default:
+		return fmt.Errorf("unknown subcommand %q (want serve, convert or healthcheck)", cmd)
+	}
+}
+
+// config is everything serve reads from the environment.
+type config struct {
+	DBPath         string        // GEOIP_DB
+	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
+	Token          string        // IP2LOCATION_TOKEN
+	Product        string        // IP2LOCATION_PRODUCT
+	DownloadURL    string        // IP2LOCATION_DOWNLOAD_URL, for a mirror; default IP2Location's
+	UpdateInterval time.Duration // GEOIP_UPDATE_INTERVAL
+	UpdateDir      string        // GEOIP_UPDATE_DIR
+	LogLevel       slog.Level    // LOG_LEVEL
+	JSONLogs       bool          // NODE_ENV / APP_ENV = production
+}
+
+func loadConfig(env func(string) string) (config, error) {
+	c := config{
+		DBPath:         env("GEOIP_DB"),
+		Token:          env("IP2LOCATION_TOKEN"),
+		Product:        env("IP2LOCATION_PRODUCT"),
+		DownloadURL:    env("IP2LOCATION_DOWNLOAD_URL"),
+		UpdateDir:      env("GEOIP_UPDATE_DIR"),
+		WatchInterval:  5 * time.Second,
+		UpdateInterval: 24 * time.Hour,
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"GEOIP_WATCH_INTERVAL", &c.WatchInterval}, {"GEOIP_UPDATE_INTERVAL", &c.UpdateInterval}} {
+		if v := env(d.name); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return config{}, fmt.Errorf("%s=%q: want a positive duration such as 30s or 24h", d.name, v)
+			}
+			*d.dst = dur
+		}
+	}
+	if c.UpdateInterval < time.Minute {
+		return config{}, fmt.Errorf("GEOIP_UPDATE_INTERVAL=%s: at least 1m (IP2Location limits downloads)", c.UpdateInterval)
+	}
+	if (c.Token == "") != (c.Product == "") {
+		return config{}, errors.New("IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT must be set together")
+	}
+	if v := env("LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return config{}, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v)
+		}
+	}
+	mode := env("APP_ENV")
+	if mode == "" {
+		mode = env("NODE_ENV")
+	}
+	switch mode {
+	case "", "development":
+	case "production":
+		c.JSONLogs = true
+	default:
+		return config{}, fmt.Errorf("APP_ENV/NODE_ENV=%q: want development or production", mode)
+	}
+	if c.Token != "" && c.UpdateDir == "" && c.DBPath == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		c.UpdateDir = filepath.Join(dir, "geoip")
+	}
+	return c, nil
+}
+
+// updateTarget is where downloads go: over GEOIP_DB when set, else into the update folder.
+func (c config) updateTarget() string {
+	if c.DBPath != "" {
+		return c.DBPath
+	}
+	ext := ".BIN"
+	if strings.Contains(strings.ToUpper(c.Product), "MMDB") {
+		ext = ".mmdb"
+	}
+	return filepath.Join(c.UpdateDir, c.Product+ext)
+}
+
+func newLogger(c config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.JSONLogs {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve loads the database and keeps it current until ctx ends. The HTTP layer plugs in
+// here: it gets the Manager for lookups, versions and metrics.
+func serve(ctx context.Context, args []string, env func(string) string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, os.Stderr)
+	// The HTTP layer passes its metrics registry here instead of nil.
+	db, err := openDatabase(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return serveHTTP(ctx, db, env, log)
+}
+
+// openDatabase builds the database manager with its watcher, SIGHUP handler and updater,
+// all stopped by ctx, and registers their metrics on reg when it is not nil.
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
+	zones := tz.New()
+	go func() {
+		// Loading the zone polygons takes a moment; do it before the first request.
+		if err := zones.Warm(); err != nil {
+			log.Error("time zone data not loaded; records will lack time zones", "err", err)
+		}
+	}()
+	path := cfg.DBPath
+	if path == "" && cfg.Token != "" {
+		// A database downloaded by an earlier run beats the sample.
+		if _, err := os.Stat(cfg.updateTarget()); err == nil {
+			path = cfg.updateTarget()
+		}
+	}
+	if path == "" {
+		log.Info("GEOIP_DB not set; serving the embedded sample database", "credit", "IP Geolocation by DB-IP (https://db-ip.com)")
+	}
+	db, err := dbfile.New(dbfile.Config{
+		Path:         path,
+		Fallback:     sample.Open,
+		TimeZones:    zones,
+		PollInterval: cfg.WatchInterval,
+		Logger:       log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reg != nil {
+		if err := db.RegisterMetrics(reg); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("register database metrics: %w", err)
+		}
+	}
+	var up *updater.Updater
+	if cfg.Token != "" {
+		up, err = updater.New(updater.Config{
+			Token:    cfg.Token,
+			Product:  cfg.Product,
+			Interval: cfg.UpdateInterval,
+			Target:   cfg.updateTarget(),
+			URL:      cfg.DownloadURL,
+			Logger:   log,
+		}, db)
+		if err == nil && reg != nil {
+			err = up.RegisterMetrics(reg)
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	// Nothing can fail from here on: start the background work.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		db.Watch(ctx, hup)
+	}()
+	if up != nil {
+		go up.Run(ctx)
+	}
+	return db, nil
+}
+
+func convertCmd(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	out := fs.String("o", "", "output BIN file (required)")
+	sampleOnly := fs.Bool("sample", false, "keep only a small sample (well-known resolvers, one network per region) and no index: the embedded sample")
+	date := fs.String("date", "", "build date to write, YYYY-MM-DD (default: newest input's)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: geoip convert -o OUT.BIN [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("convert: -o and at least one input are required")
+	}
+	opts := convert.Options{Sample: *sampleOnly}
+	if *date != "" {
+		d, err := time.Parse(time.DateOnly, *date)
+		if err != nil {
+			return fmt.Errorf("convert: -date %q: want YYYY-MM-DD", *date)
+		}
+		opts.Date = d
+	}
+	start := time.Now()
+	st, err := convert.Files(*out, fs.Args(), opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d IPv4 and %d IPv6 ranges, %d locations, %d bytes, dated %s, in %s\n",
+		*out, st.Rows4, st.Rows6, st.Locations, st.Bytes, st.Date.Format(time.DateOnly), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// healthcheck exits 0 when the local server's /healthz answers 200; Docker runs it, and the
+// images have no shell or curl.
+func healthcheck(ctx context.Context, env func(string) string) error {
+	port := env("PORT")
+	if port == "" {
+		port = "3001"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("PORT=%q: want a port number", port)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/healthz", nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /healthz answered %s", resp.Status)
+	}
+	return nil
+}

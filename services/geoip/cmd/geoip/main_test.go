@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestHealthcheck(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	env := envOf(map[string]string{"PORT": port})
+	if err := run(context.Background(), []string{"healthcheck"}, env); err != nil {
+		t.Errorf("healthy server: %v", err)
+	}
+	status = http.StatusServiceUnavailable
+	if err := run(context.Background(), []string{"healthcheck"}, env); err == nil {
+		t.Error("unhealthy server passed")
+	}
+	srv.Close()
+	if err := run(context.Background(), []string{"healthcheck"}, env); err == nil {
+		t.Error("no server passed")
+	}
+	if err := run(context.Background(), []string{"healthcheck"}, envOf(map[string]string{"PORT": "http"})); err == nil {
+		t.Error("bad PORT passed")
+	}
+}
+
+func TestConvertSubcommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "db1.csv")
+	os.WriteFile(in, []byte("\"134744064\",\"134744319\",\"US\",\"United States of America\"\n"), 0o644)
+	out := filepath.Join(dir, "out.BIN")
+	if err := run(context.Background(), []string{"convert", "-o", out, "-date", "2026-06-05", in}, envOf(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		t.Fatalf("no output: %v", err)
+	}
+	for _, args := range [][]string{{"convert", in}, {"convert", "-o", out}, {"convert", "-o", out, "-date", "june", in}} {
+		if err := run(context.Background(), args, envOf(nil)); err == nil {
+			t.Errorf("%v succeeded", args)
+		}
+	}
+}
+
+func TestServeLoadsAndStops(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		// PORT 0: serve listens now, and a fixed port may be taken on a shared machine.
+		"sample":   {"GEOIP_WATCH_INTERVAL": "1h", "PORT": "0"},
+		"GEOIP_DB": {"GEOIP_DB": sampleFile(t), "NODE_ENV": "production", "PORT": "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if err := run(ctx, nil, envOf(env)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func sampleFile(t *testing.T) string {
+	t.Helper()
+	path, err := filepath.Abs("../../internal/sample/dbip-city-lite-sample.BIN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestServeRefusesBadConfig(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"missing db":      {"GEOIP_DB": "/nonexistent/x.BIN"},
+		"bad interval":    {"GEOIP_UPDATE_INTERVAL": "daily"},
+		"short interval":  {"GEOIP_UPDATE_INTERVAL": "10s"},
+		"bad watch":       {"GEOIP_WATCH_INTERVAL": "-1s"},
+		"token only":      {"IP2LOCATION_TOKEN": "t"},
+		"bad log level":   {"LOG_LEVEL": "loud"},
+		"bad environment": {"APP_ENV": "staging"},
+	} {
+		err := run(context.Background(), []string{"serve"}, envOf(env))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		for k := range env {
+			if name != "missing db" && !strings.Contains(err.Error(), k) && !strings.Contains(err.Error(), "IP2LOCATION") {
+				t.Errorf("%s: error %q does not name %s", name, err, k)
+			}
+		}
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, envOf(nil)); err == nil {
+		t.Error("unknown subcommand accepted")
+	}
+}
+
+func TestOpenDatabaseRegistersMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, err := loadConfig(envOf(map[string]string{"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEBINIPV6",
+		"GEOIP_UPDATE_DIR": t.TempDir(), "GEOIP_UPDATE_INTERVAL": "24h",
+		"IP2LOCATION_DOWNLOAD_URL": "http://127.0.0.1:1/download/"})) // never the real service from a test
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	db, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, n := range []string{"geoip_database_info", "geoip_database_reloads_total", "geoip_database_update_failures_total"} {
+		if !names[n] {
+			t.Errorf("metric %s not registered", n)
+		}
+	}
+}

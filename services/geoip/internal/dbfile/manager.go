@@ -1,0 +1,351 @@
+package dbfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
+)
+
+// Config says where the database comes from and how it is watched.
+type Config struct {
+	// Path is the database file to serve and watch. When empty, Fallback serves and there
+	// is nothing to reload until Install names a file.
+	Path string
+	// Fallback opens the database used when Path is empty (the embedded sample).
+	Fallback func() (lookup.DB, error)
+	// TimeZones completes records with IANA zone and UTC offset; nil leaves them as read.
+	TimeZones lookup.TimeZoner
+	// PollInterval is how often the file is checked for changes; a change is loaded once
+	// two checks in a row see the same new size and time, so a file still being copied is
+	// not loaded half-written. Default 5s; negative disables polling.
+	PollInterval time.Duration
+	Logger       *slog.Logger
+	// Now is the clock for UTC offsets; default time.Now.
+	Now func() time.Time
+}
+
+// Manager serves lookups from the current database and replaces it when told to or when
+// the file changes. A replacement is opened and verified in the background; lookups in
+// flight finish on the old database, which is closed once they have; a file that fails to
+// open or verify is refused and logged while the old one keeps serving.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	cur     atomic.Pointer[handle]
+	metrics *Metrics
+
+	mu     sync.Mutex // serialises loads and guards the fields below
+	path   string
+	loaded fileStat // of the file behind cur, when it came from path
+	failed fileStat // last stat that failed to load, not retried until it changes
+	subs   map[chan lookup.Info]struct{}
+}
+
+// ErrClosed is returned by lookups after Close.
+var ErrClosed = errors.New("database closed")
+
+type handle struct {
+	db lookup.DB
+	// mu is held shared by lookups and exclusively to close the database, so closing
+	// waits for the lookups in flight.
+	mu     sync.RWMutex
+	closed bool
+}
+
+type fileStat struct {
+	size    int64
+	modTime time.Time
+}
+
+func statFile(path string) (fileStat, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStat{}, err
+	}
+	return fileStat{st.Size(), st.ModTime()}, nil
+}
+
+// New opens the configured database (Path, else Fallback) and verifies it; failing that it
+// returns an error, since there is nothing to serve.
+func New(cfg Config) (*Manager, error) {
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{})}
+	m.metrics = newMetrics(m)
+	var db lookup.DB
+	var err error
+	if cfg.Path != "" {
+		m.loaded, _ = statFile(cfg.Path)
+		db, err = Open(cfg.Path)
+	} else if cfg.Fallback != nil {
+		db, err = cfg.Fallback()
+	} else {
+		err = errors.New("no database path and no fallback")
+	}
+	if err == nil {
+		if err = Verify(db); err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load database: %w", err)
+	}
+	m.cur.Store(&handle{db: db})
+	m.logLoaded("database loaded", db.Info())
+	return m, nil
+}
+
+func (m *Manager) logLoaded(msg string, info lookup.Info) {
+	m.log.Info(msg, "source", info.Source, "format", info.Format, "type", info.Type,
+		"build_date", info.BuildDate.Format(time.DateOnly), "records", info.Records,
+		"bytes", info.Size, "version", info.Version())
+}
+
+// Lookup answers for addr from the current database and completes the time zone.
+func (m *Manager) Lookup(addr netip.Addr) (lookup.Record, error) {
+	for {
+		h := m.cur.Load()
+		h.mu.RLock()
+		if h.closed {
+			h.mu.RUnlock()
+			if m.cur.Load() == h {
+				return lookup.Record{}, ErrClosed
+			}
+			// Swapped and closed between Load and RLock: the new one is already current.
+			continue
+		}
+		rec, err := h.db.Lookup(addr)
+		h.mu.RUnlock()
+		if err != nil {
+			return lookup.Record{}, err
+		}
+		if m.cfg.TimeZones != nil {
+			m.cfg.TimeZones.Resolve(&rec, m.cfg.Now())
+		}
+		return rec, nil
+	}
+}
+
+// LookupString parses text strictly (see lookup.ParseAddr) and looks it up; the error
+// wraps lookup.ErrInvalidAddress for bad text.
+func (m *Manager) LookupString(s string) (netip.Addr, lookup.Record, error) {
+	addr, err := lookup.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, lookup.Record{}, err
+	}
+	rec, err := m.Lookup(addr)
+	return addr, rec, err
+}
+
+// Info describes the database serving now.
+func (m *Manager) Info() lookup.Info { return m.cur.Load().db.Info() }
+
+// Version changes whenever a different database starts serving; use it in ETags.
+func (m *Manager) Version() string { return m.Info().Version() }
+
+// Subscribe returns a channel that receives the Info of every database swapped in, and a
+// function to stop. Slow readers see only the latest swap.
+func (m *Manager) Subscribe() (<-chan lookup.Info, func()) {
+	ch := make(chan lookup.Info, 1)
+	m.mu.Lock()
+	m.subs[ch] = struct{}{}
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.subs, ch)
+		m.mu.Unlock()
+	}
+}
+
+// Reload reopens the current path (SIGHUP does this).
+func (m *Manager) Reload() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.path == "" {
+		return errors.New("reload: no database file configured (serving the fallback)")
+	}
+	return m.loadLocked(m.path)
+}
+
+// Install loads path, verifies it and makes it the database that serves and is watched
+// from now on.
+func (m *Manager) Install(path string) error {
+	return m.InstallFile(path, path)
+}
+
+// InstallFile loads src and verifies it; only then renames it to dst (same file system),
+// swaps it in and watches dst. The updater calls it with a downloaded file, so that a bad
+// download never replaces the good file on disk.
+func (m *Manager) InstallFile(src, dst string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	db, err := m.openVerified(src)
+	if err == nil && src != dst {
+		if err = os.Rename(src, dst); err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		m.metrics.failures.Inc()
+		m.log.Error("database install refused; the previous database keeps serving", "path", src, "err", err)
+		return fmt.Errorf("install %s: %w", src, err)
+	}
+	if src != dst {
+		db = movedDB{db, dst}
+	}
+	m.swapLocked(db)
+	m.path = dst
+	m.loaded, _ = statFile(dst)
+	m.failed = fileStat{}
+	return nil
+}
+
+func (m *Manager) openVerified(path string) (lookup.DB, error) {
+	db, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := Verify(db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Replace makes db serve after verifying it; it is not tied to a file.
+func (m *Manager) Replace(db lookup.DB) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := Verify(db); err != nil {
+		m.metrics.failures.Inc()
+		return err
+	}
+	m.swapLocked(db)
+	m.path, m.loaded = "", fileStat{}
+	return nil
+}
+
+func (m *Manager) loadLocked(path string) error {
+	st, err := statFile(path)
+	if err == nil {
+		var db lookup.DB
+		if db, err = m.openVerified(path); err == nil {
+			m.swapLocked(db)
+			m.loaded, m.failed = st, fileStat{}
+			return nil
+		}
+	}
+	m.failed = st
+	m.metrics.failures.Inc()
+	m.log.Error("database reload refused; the previous database keeps serving", "path", path, "err", err)
+	return fmt.Errorf("reload %s: %w", path, err)
+}
+
+func (m *Manager) swapLocked(db lookup.DB) {
+	old := m.cur.Swap(&handle{db: db})
+	m.metrics.reloads.Inc()
+	info := db.Info()
+	m.logLoaded("database swapped in", info)
+	for ch := range m.subs {
+		select {
+		case <-ch: // drop the stale notification
+		default:
+		}
+		ch <- info
+	}
+	// Waits for the lookups in flight on the old database, then frees it.
+	old.mu.Lock()
+	old.closed = true
+	old.mu.Unlock()
+	if err := old.db.Close(); err != nil {
+		m.log.Warn("closing the previous database", "err", err)
+	}
+}
+
+// Watch reloads on every value from hup (SIGHUP, wired by the caller with signal.Notify)
+// and when the file changes, until ctx ends.
+func (m *Manager) Watch(ctx context.Context, hup <-chan os.Signal) {
+	var tick <-chan time.Time
+	if m.cfg.PollInterval > 0 {
+		t := time.NewTicker(m.cfg.PollInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	var pending fileStat
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-hup:
+			m.log.Info("reloading database on signal", "signal", fmt.Sprint(sig))
+			if err := m.Reload(); err != nil {
+				m.log.Warn("reload on signal failed", "err", err)
+			}
+		case <-tick:
+			pending = m.poll(pending)
+		}
+	}
+}
+
+// poll loads the file once it has changed and then stayed the same for one interval.
+func (m *Manager) poll(pending fileStat) fileStat {
+	m.mu.Lock()
+	path, loaded, failed := m.path, m.loaded, m.failed
+	m.mu.Unlock()
+	if path == "" {
+		return fileStat{}
+	}
+	st, err := statFile(path)
+	if err != nil || st == loaded || st == failed {
+		return fileStat{}
+	}
+	if st != pending {
+		return st
+	}
+	m.log.Info("database file changed; reloading", "path", path)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.path == path {
+		_ = m.loadLocked(path) // logged and counted inside
+	}
+	return fileStat{}
+}
+
+// Close closes the current database; lookups must have stopped.
+func (m *Manager) Close() error {
+	h := m.cur.Load()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	return h.db.Close()
+}
+
+// movedDB reports the path a database was moved to after it was opened.
+type movedDB struct {
+	lookup.DB
+	path string
+}
+
+func (d movedDB) Info() lookup.Info {
+	info := d.DB.Info()
+	info.Source = d.path
+	return info
+}

@@ -1,0 +1,66 @@
+package dbfile
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the database metrics of one Manager.
+type Metrics struct {
+	m        *Manager
+	info     *prometheus.Desc
+	records  *prometheus.Desc
+	build    *prometheus.Desc
+	reloads  prometheus.Counter
+	failures prometheus.Counter
+}
+
+func newMetrics(m *Manager) *Metrics {
+	return &Metrics{
+		m: m,
+		info: prometheus.NewDesc("geoip_database_info",
+			"The database serving now; always 1.",
+			[]string{"format", "type", "build_date", "records", "version"}, nil),
+		records: prometheus.NewDesc("geoip_database_records",
+			"Ranges (BIN) or search tree nodes (MMDB) in the database serving now.", nil, nil),
+		build: prometheus.NewDesc("geoip_database_build_timestamp_seconds",
+			"Build date of the database serving now, as a Unix time.", nil, nil),
+		reloads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_database_reloads_total",
+			Help: "Databases swapped in after start-up.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_database_reload_failures_total",
+			Help: "Database files refused because they did not open or verify.",
+		}),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (x *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- x.info
+	ch <- x.records
+	ch <- x.build
+	x.reloads.Describe(ch)
+	x.failures.Describe(ch)
+}
+
+// Collect implements prometheus.Collector; the info labels follow the database serving
+// at scrape time.
+func (x *Metrics) Collect(ch chan<- prometheus.Metric) {
+	info := x.m.Info()
+	ch <- prometheus.MustNewConstMetric(x.info, prometheus.GaugeValue, 1,
+		info.Format, info.Type, info.BuildDate.Format(time.DateOnly), strconv.Itoa(info.Records), info.Version())
+	ch <- prometheus.MustNewConstMetric(x.records, prometheus.GaugeValue, float64(info.Records))
+	ch <- prometheus.MustNewConstMetric(x.build, prometheus.GaugeValue, float64(info.BuildDate.Unix()))
+	x.reloads.Collect(ch)
+	x.failures.Collect(ch)
+}
+
+// RegisterMetrics registers the database metrics on reg (the HTTP layer passes the
+// library's registry).
+func (m *Manager) RegisterMetrics(reg prometheus.Registerer) error {
+	return reg.Register(m.metrics)
+}

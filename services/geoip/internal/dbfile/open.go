@@ -1,0 +1,80 @@
+// Package dbfile manages the life of the database the service answers from: opening a file
+// by its format, verifying it, swapping it in atomically on SIGHUP, on file change or on
+// request, and reporting what is loaded as Prometheus metrics.
+package dbfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apistack/platform/services/geoip/internal/ip2bin"
+	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/mmdb"
+)
+
+// Open loads a database file into memory: ".bin" as IP2Location BIN, ".mmdb" as MaxMind
+// DB, anything else by looking at the content.
+func Open(path string) (lookup.DB, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".bin":
+		return ip2bin.Load(path)
+	case ".mmdb":
+		return mmdb.Load(path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read database: %w", err)
+	}
+	return OpenBytes(data, path)
+}
+
+// mmdbMarker starts the metadata section at the end of every MaxMind DB file.
+var mmdbMarker = []byte("\xab\xcd\xefMaxMind.com")
+
+// OpenBytes opens a database held in memory, recognising the format by content.
+func OpenBytes(data []byte, source string) (lookup.DB, error) {
+	tail := data
+	if len(tail) > 128<<10 {
+		tail = tail[len(tail)-128<<10:]
+	}
+	if bytes.Contains(tail, mmdbMarker) {
+		return mmdb.OpenBytes(data, source)
+	}
+	return ip2bin.OpenBytes(data, source)
+}
+
+// probeAddrs are looked up in every new database before it serves: a file that opens but
+// cannot answer these is refused.
+var probeAddrs = []netip.Addr{
+	netip.MustParseAddr("8.8.8.8"),
+	netip.MustParseAddr("1.1.1.1"),
+	netip.MustParseAddr("0.0.0.0"),
+	netip.MustParseAddr("255.255.255.255"),
+	netip.MustParseAddr("2001:4860:4860::8888"),
+	netip.MustParseAddr("::1"),
+	netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
+}
+
+// Verify checks that db answers lookups without error.
+func Verify(db lookup.DB) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("verify database: lookup panicked: %v", p)
+		}
+	}()
+	info := db.Info()
+	if info.Records <= 0 {
+		return errors.New("verify database: no records")
+	}
+	for _, a := range probeAddrs {
+		if _, err := db.Lookup(a); err != nil {
+			return fmt.Errorf("verify database: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"net/netip"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v2"
+)
+
+var awkward = []string{
+	"", "plain", `quote " and backslash \`, "new\nline\ttab\rcr", "\x00\x01\x1f control", "<script>&amp;",
+	"Zürich", "東京", "emoji 😀", "bad utf-8 \xff\xfe end", "line sep \u2028 para sep \u2029", "no", "01234", "- dash", "a: b", "#hash",
+}
+
+func awkwardLocation(s string) Location {
+	return Location{IP: "2001:db8::1", Version: "IPv6", City: s, Region: s, Country: "DE", CountryName: s,
+		ContinentCode: "EU", InEU: true, Postal: s, Latitude: -33.8688, Longitude: 151.209, Timezone: s, UTCOffset: "+1000",
+		Reserved: s == "", Error: s == "", Reason: s}
+}
+
+// The hand-written encoder must say what encoding/json says.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	for _, s := range awkward {
+		loc := awkwardLocation(s)
+		got := appendJSON(nil, &loc)
+		std, err := json.Marshal(loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%q: invalid JSON %s: %v", s, got, err)
+		}
+		_ = json.Unmarshal(std, &b)
+		ga, _ := json.Marshal(a)
+		gb, _ := json.Marshal(b)
+		if !bytes.Equal(ga, gb) {
+			t.Errorf("%q:\n got %s\nwant %s", s, got, std)
+		}
+		// Same key order as the struct, so the answer reads like ipapi.co's.
+		if !strings.HasPrefix(string(got), `{"ip":"2001:db8::1","version":"IPv6","city":`) {
+			t.Errorf("key order: %s", got)
+		}
+		if bytes.ContainsRune(got, '\u2028') || bytes.ContainsRune(got, '\u2029') {
+			t.Errorf("raw U+2028/U+2029 would break JSONP in older engines: %q", got)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q encodes to invalid JSON %q: %v", s, b, err)
+		}
+		want := strings.ToValidUTF8(s, "\uFFFD")
+		if !utf8.ValidString(s) {
+			// encoding/json replaces each invalid byte; ToValidUTF8 a run of them.
+			std, _ := json.Marshal(s)
+			_ = json.Unmarshal(std, &want)
+		}
+		if got != want {
+			t.Fatalf("round trip of %q gave %q, want %q", s, got, want)
+		}
+	})
+}
+
+func TestYAMLReadsBackUnchanged(t *testing.T) {
+	for _, s := range awkward {
+		if !utf8.ValidString(s) {
+			continue // yaml.v2 refuses invalid UTF-8 in the document itself; JSON escaping makes it U+FFFD anyway
+		}
+		loc := awkwardLocation(s)
+		var m map[string]any
+		if err := yaml.Unmarshal(appendYAML(nil, &loc), &m); err != nil {
+			t.Fatalf("%q: %v\n%s", s, err, appendYAML(nil, &loc))
+		}
+		if m["city"] != s || m["postal"] != s || m["latitude"] != -33.8688 || m["in_eu"] != true || m["ip"] != "2001:db8::1" {
+			t.Errorf("%q read back as %#v", s, m)
+		}
+	}
+}
+
+func TestXMLReadsBackUnchanged(t *testing.T) {
+	type root struct {
+		XMLName xml.Name `xml:"root"`
+		IP      string   `xml:"ip"`
+		City    string   `xml:"city"`
+		InEU    bool     `xml:"in_eu"`
+		Lat     float64  `xml:"latitude"`
+	}
+	for _, s := range []string{"plain", `quote " and <tag> & amp`, "Zürich", "東京"} {
+		loc := awkwardLocation(s)
+		var r root
+		if err := xml.Unmarshal(appendXML(nil, &loc), &r); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if r.City != s || r.IP != "2001:db8::1" || !r.InEU || r.Lat != -33.8688 {
+			t.Errorf("%q read back as %+v", s, r)
+		}
+	}
+}
+
+func TestCSVReadsBackUnchanged(t *testing.T) {
+	for _, s := range []string{"plain", `quote " and, comma`, "new\nline", "Zürich"} {
+		loc := awkwardLocation(s)
+		b, err := appendCSV(nil, &loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil || len(recs) != 2 || len(recs[0]) != len(recs[1]) {
+			t.Fatalf("%q: %v %q", s, err, recs)
+		}
+		row := map[string]string{}
+		for i, k := range recs[0] {
+			row[k] = recs[1][i]
+		}
+		if row["city"] != s || row["latitude"] != "-33.8688" || row["in_eu"] != "true" {
+			t.Errorf("%q read back as %v", s, row)
+		}
+	}
+}
+
+func TestIsReserved(t *testing.T) {
+	reserved := []string{"0.0.0.0", "0.1.2.3", "10.0.0.1", "100.64.0.1", "127.0.0.1", "169.254.0.1", "172.16.0.1",
+		"192.0.0.8", "192.0.2.1", "192.88.99.1", "192.168.1.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "224.0.0.1",
+		"239.255.255.250", "240.0.0.1", "255.255.255.255",
+		"::", "::1", "::ffff:0:0", "64:ff9b::808:808", "100::1", "2001:2::1", "2001:db8::1", "2002:a00::1", "2002:c0a8:101::1",
+		"3fff::1", "5f00::1", "fc00::1", "fd00::1", "fe80::1", "fec0::1", "ff02::1"}
+	public := []string{"1.1.1.1", "8.8.8.8", "81.2.69.142", "100.63.255.255", "100.128.0.0", "172.32.0.1", "192.0.3.1",
+		"223.255.255.255", "2001:4860:4860::8888", "2606:4700::1111", "2a00:1450::1", "2c0f:fb50::1", "2002:808:808::1"}
+	for _, s := range reserved {
+		if !isReserved(netip.MustParseAddr(s).Unmap()) {
+			t.Errorf("%s not reserved", s)
+		}
+	}
+	for _, s := range public {
+		if isReserved(netip.MustParseAddr(s)) {
+			t.Errorf("%s reserved", s)
+		}
+	}
+}
+
+func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
+	for _, p := range []string{"/", "/json/", "/8.8.8.8/json/", "/a/b/c", "//x", "/unknown"} {
+		r := &httpRequestStub{path: p}
+		if to, ok := slashRedirect(r.request()); ok {
+			t.Errorf("%s redirected to %s", p, to)
+		}
+	}
+}

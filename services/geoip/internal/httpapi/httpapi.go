@@ -1,0 +1,230 @@
+// Package httpapi is the HTTP interface of the IP location service: ipapi.co's URL grammar
+// (/{ip}/json/, /json/, /{ip}/{field}/, other formats, batch) declared on libs/apiserver.
+package httpapi
+
+import (
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/lookup"
+)
+
+// DB is what the API needs from the database: dbfile.Manager in the service, a fixed
+// database in tests.
+type DB interface {
+	Lookup(addr netip.Addr) (lookup.Record, error)
+	// Version changes whenever different data starts serving; it is part of every ETag.
+	Version() string
+}
+
+// Options tune the API; the zero value is usable.
+type Options struct {
+	// MaxAge is the Cache-Control max-age of explicit-address answers (default 1h). The
+	// ETag lets clients revalidate cheaply afterwards.
+	MaxAge time.Duration
+	// CacheSize bounds the in-process cache of encoded answers (default 65536 addresses;
+	// negative disables it).
+	CacheSize int
+	// CacheTTL bounds how long a cached answer is reused (default 1m): utc_offset changes
+	// at daylight-saving transitions without the database changing.
+	CacheTTL time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// API serves the endpoints of one server.
+type API struct {
+	srv          *apiserver.Server[struct{}]
+	db           DB
+	cache        *answerCache
+	now          func() time.Time
+	publicHeader []string // Cache-Control of explicit-address answers
+
+	hits, misses prometheus.Counter
+}
+
+// Description is the service's /docs text; DB-IP's licence (CC BY 4.0) requires the
+// attribution wherever its data is shown.
+const Description = `Location of IPv4 and IPv6 addresses, with ipapi.co's URL grammar: ` +
+	"`/{ip}/json/`, `/json/` (the caller), `/{ip}/{field}/` and `/{field}/` (plain text), " +
+	"`xml`, `csv`, `yaml` and `jsonp` formats, and `POST /batch`.\n\n" +
+	"Reserved addresses (private, loopback, documentation...) are answered with `reserved: true` " +
+	"without a lookup; invalid ones with 400 and `reason: \"Invalid IP Address\"`.\n\n" +
+	"[IP Geolocation by DB-IP](https://db-ip.com) (CC BY 4.0) when serving DB-IP data, as the embedded sample does."
+
+// New registers the endpoints on srv. The server must own its gin engine (the default):
+// the trailing-slash redirect is installed on it.
+func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
+	if opts.MaxAge == 0 {
+		opts.MaxAge = time.Hour
+	}
+	if opts.MaxAge < 0 {
+		return nil, fmt.Errorf("httpapi: max-age %s is negative", opts.MaxAge)
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 1 << 16
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &API{
+		srv:          srv,
+		db:           db,
+		cache:        newAnswerCache(opts.CacheSize, opts.CacheTTL),
+		now:          opts.Now,
+		publicHeader: []string{"public, max-age=" + strconv.Itoa(int(opts.MaxAge/time.Second))},
+		hits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_answer_cache_hits_total", Help: "Answers served from the in-process cache.",
+		}),
+		misses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_answer_cache_misses_total", Help: "Answers looked up in the database (reserved addresses excluded).",
+		}),
+	}
+	if err := srv.Registry().Register(a.hits); err != nil {
+		return nil, fmt.Errorf("httpapi: register metrics: %w", err)
+	}
+	if err := srv.Registry().Register(a.misses); err != nil {
+		return nil, fmt.Errorf("httpapi: register metrics: %w", err)
+	}
+	a.register()
+	a.installRedirects()
+	return a, nil
+}
+
+// Purge empties the answer cache; call it when the database is replaced. Answers from an
+// older database are never served even before Purge (each carries its version); Purge
+// frees their memory.
+func (a *API) Purge() { a.cache.purge() }
+
+// CacheLen is the number of answers cached now.
+func (a *API) CacheLen() int { return a.cache.len() }
+
+// resolve returns the answer for addr: reserved ranges without a lookup, the rest from the
+// cache or the database.
+func (a *API) resolve(addr netip.Addr) (*answer, error) {
+	version := a.db.Version()
+	if isReserved(addr) {
+		loc := reservedLocation(addr)
+		return &answer{loc: loc, json: appendJSON(nil, &loc), version: version}, nil
+	}
+	now := a.now()
+	if ans := a.cache.get(addr, version, now); ans != nil {
+		a.hits.Inc()
+		return ans, nil
+	}
+	a.misses.Inc()
+	rec, err := a.db.Lookup(addr)
+	if err != nil {
+		return nil, fmt.Errorf("look up %s: %w", addr, err)
+	}
+	loc := newLocation(addr, rec)
+	ans := &answer{loc: loc, json: appendJSON(make([]byte, 0, 320), &loc), version: version}
+	a.cache.put(addr, ans, now)
+	return ans, nil
+}
+
+// parseAddr reads an address from the path; the error is the 400 ipapi.co's clients
+// recognise (error and reason keys) on the library's error body.
+func parseAddr(text string) (netip.Addr, error) {
+	addr, err := lookup.ParseAddr(text)
+	if err == nil {
+		return addr, nil
+	}
+	msg := "Invalid IP address: " + strconv.Quote(clip(text))
+	if i := strings.IndexByte(text, '%'); i > 0 {
+		if _, zerr := netip.ParseAddr(text); zerr == nil {
+			msg = "IPv6 zone identifiers are not accepted: " + strconv.Quote(clip(text)) + " names an interface of the caller's host"
+		}
+	}
+	return netip.Addr{}, apiserver.BadRequestError(msg).With("ip", clip(text)).With("reason", reasonInvalid)
+}
+
+// callerAddr is the caller's address: the peer, or through TRUSTED_PROXIES the right-most
+// untrusted X-Forwarded-For entry (libs/apiserver/clientip).
+func (a *API) callerAddr(r *http.Request) (netip.Addr, error) {
+	addr := a.srv.ClientResolver().ResolveRequest(r)
+	if !addr.IsValid() {
+		return netip.Addr{}, fmt.Errorf("caller address %q is not an IP address", r.RemoteAddr)
+	}
+	return addr, nil
+}
+
+// etag is a strong validator of one representation: the database version and a hash of
+// the bytes, so it changes with the database and with anything else that changes the body
+// (the clock's utc_offset, a JSONP callback, a new release's encoding).
+func etag(version string, body []byte) string {
+	h := fnv.New64a()
+	_, _ = h.Write(body)
+	var sum [8]byte
+	b := make([]byte, 0, 2+len(version)+1+16)
+	b = append(b, '"')
+	b = append(b, version...)
+	b = append(b, '-')
+	b = hex.AppendEncode(b, h.Sum(sum[:0]))
+	return string(append(b, '"'))
+}
+
+// notModified reports whether If-None-Match names tag (weak comparison, RFC 9110 13.1.2).
+func notModified(r *http.Request, tag string) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" {
+		return false
+	}
+	for _, part := range strings.Split(inm, ",") {
+		part = strings.TrimSpace(part)
+		if part == "*" || strings.TrimPrefix(part, "W/") == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// scope is who may cache an answer: anyone for an explicit address, only the caller for
+// their own.
+type scope bool
+
+const (
+	public  scope = true
+	private scope = false
+)
+
+// Header values shared by every response: net/http only reads them, and sharing saves
+// allocations on the hot path.
+var (
+	privateHeader = []string{"private, no-cache"}
+	nosniffHeader = []string{"nosniff"}
+)
+
+// write sends a representation with its validators, or 304 when the client has it.
+func (a *API) write(c *apiserver.Context[struct{}], sc scope, version, contentType string, body []byte) {
+	h := c.Writer.Header()
+	tag := etag(version, body)
+	h["Etag"] = []string{tag}
+	if sc == public {
+		h["Cache-Control"] = a.publicHeader
+	} else {
+		// Another caller, or this one on another network, gets a different answer: no
+		// shared cache may keep it, and the browser revalidates (cheap with the ETag).
+		h["Cache-Control"] = privateHeader
+	}
+	if notModified(c.Request, tag) {
+		c.Status(http.StatusNotModified)
+		c.Writer.WriteHeaderNow()
+		return
+	}
+	// A JSONP or plain-text body must never be sniffed into HTML.
+	h["X-Content-Type-Options"] = nosniffHeader
+	c.Data(http.StatusOK, contentType, body)
+}

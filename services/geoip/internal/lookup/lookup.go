@@ -1,0 +1,154 @@
+// Package lookup is the domain of the IP location service: the location Record, the DB
+// interface every database format implements, and the rules for addresses and field values.
+package lookup
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Record is what a database knows about one address. Empty strings mean unknown; the
+// coordinates mean something only when HasLocation is true.
+type Record struct {
+	Country     string // ISO 3166-1 alpha-2, upper case
+	CountryName string // English short name
+	Region      string // first-level subdivision name
+	City        string
+	Postal      string
+	Latitude    float64
+	Longitude   float64
+	HasLocation bool
+	TimeZone    string // IANA name such as America/Los_Angeles
+	UTCOffset   string // offset at lookup time, DST included, such as -0700
+	// Extra holds the other non-empty fields a database carries (for example isp, asn,
+	// state2), keyed by snake_case name. Nil for the common city databases.
+	Extra map[string]string
+}
+
+// Found reports whether the database had any data for the address; gaps in the address
+// space (private ranges, unallocated blocks) are answered with an empty record.
+func (r Record) Found() bool {
+	return r.Country != "" || r.Region != "" || r.City != "" || r.HasLocation
+}
+
+// Info describes a loaded database; it is what metrics and cache validators report.
+type Info struct {
+	Format    string    // "bin" or "mmdb"
+	Type      string    // e.g. "IP2Location DB11" or the MMDB database_type
+	BuildDate time.Time // from the file's header or metadata
+	Records   int       // BIN: ranges (both sections); MMDB: search tree nodes
+	Source    string    // file path, or "embedded sample"
+	Size      int64     // bytes
+	Checksum  string    // CRC-32C of the file content, hex
+}
+
+// Version is a short string that changes whenever different data is served; suitable as
+// a strong ETag component.
+func (i Info) Version() string {
+	return i.Checksum
+}
+
+// DB is a location database. Implementations are safe for concurrent use.
+type DB interface {
+	// Lookup answers for a valid address; IPv4-mapped IPv6 addresses are answered as IPv4.
+	// An address the database has no data for gives an empty Record and a nil error.
+	Lookup(addr netip.Addr) (Record, error)
+	Info() Info
+	Close() error
+}
+
+// TimeZoner fills Record.TimeZone when the database had none and Record.UTCOffset for the
+// given instant.
+type TimeZoner interface {
+	Resolve(rec *Record, now time.Time)
+}
+
+// ErrInvalidAddress is returned by ParseAddr for text that is not an IP address.
+var ErrInvalidAddress = errors.New("invalid IP address")
+
+// ParseAddr parses IPv4 or IPv6 text strictly: no zones (fe80::1%eth0), no surrounding
+// spaces, no leading zeros in IPv4 parts. IPv4-mapped IPv6 becomes IPv4, so that readers
+// and callers see one form of the same address.
+func ParseAddr(s string) (netip.Addr, error) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil || addr.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("%w: %q", ErrInvalidAddress, truncate(s, 64))
+	}
+	return addr.Unmap(), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Messages ip2location-go puts in string fields instead of returning errors; none of them
+// is data.
+const (
+	msgUnavailable = "This parameter is unavailable for selected data file. Please upgrade the data file."
+	msgInvalidIP   = "Invalid IP address."
+	msgMissingFile = "Invalid database file."
+	msgIPv6Missing = "IPv6 address missing in IPv4 BIN."
+	msgBadBIN      = "Incorrect IP2Location BIN file format. Please make sure that you are using the latest IP2Location BIN file."
+)
+
+// Clean turns the placeholders databases use for "unknown" into the empty string and
+// trims stray spaces (the BIN country slot pads "-" to three bytes).
+func Clean(s string) string {
+	switch s {
+	case "", "-", "N/A", msgUnavailable, msgInvalidIP, msgMissingFile, msgIPv6Missing, msgBadBIN:
+		return ""
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		s = strings.TrimSpace(s)
+		if s == "-" {
+			return ""
+		}
+	}
+	return s
+}
+
+// IsZoneName reports whether s looks like an IANA zone name (Area/Location or UTC) rather
+// than an offset such as "-07:00".
+func IsZoneName(s string) bool {
+	if s == "UTC" {
+		return true
+	}
+	i := strings.IndexByte(s, '/')
+	return i > 0 && i < len(s)-1 && s[0] >= 'A' && s[0] <= 'Z'
+}
+
+// ParseOffset turns an offset as IP2Location stores it ("-07:00", "+05:45", "0") into the
+// "-0700" form; ok is false for anything else.
+func ParseOffset(s string) (string, bool) {
+	if s == "0" || s == "00:00" || s == "+00:00" || s == "-00:00" {
+		return "+0000", true
+	}
+	if len(s) != 6 || (s[0] != '+' && s[0] != '-') || s[3] != ':' {
+		return "", false
+	}
+	for _, i := range []int{1, 2, 4, 5} {
+		if s[i] < '0' || s[i] > '9' {
+			return "", false
+		}
+	}
+	return s[:3] + s[4:], true
+}
+
+// FormatOffset renders a UTC offset in seconds as "+0530".
+func FormatOffset(seconds int) string {
+	b := [5]byte{'+', '0', '0', '0', '0'}
+	if seconds < 0 {
+		b[0] = '-'
+		seconds = -seconds
+	}
+	minutes := seconds / 60
+	h, m := minutes/60%100, minutes%60
+	b[1], b[2], b[3], b[4] = byte('0'+h/10), byte('0'+h%10), byte('0'+m/10), byte('0'+m%10)
+	return string(b[:])
+}

@@ -1,0 +1,275 @@
+// Package updater keeps the database current from IP2Location's download service: every
+// interval it downloads the configured product, unpacks it, and hands it over to be
+// verified and swapped in. Any failure leaves the current database serving.
+package updater
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultURL is IP2Location's download endpoint; it takes token and file (product code)
+// query parameters and answers a zip, or a short text such as "NO PERMISSION".
+const DefaultURL = "https://www.ip2location.com/download/"
+
+// Installer verifies src, moves it to dst and swaps it in; dbfile.Manager implements it.
+type Installer interface {
+	InstallFile(src, dst string) error
+}
+
+// Config configures the updater; Token, Product and Target are required.
+type Config struct {
+	Token    string        // IP2LOCATION_TOKEN
+	Product  string        // IP2LOCATION_PRODUCT, e.g. DB11LITEBINIPV6
+	Interval time.Duration // GEOIP_UPDATE_INTERVAL; default 24h
+	Target   string        // where the database file lives (GEOIP_DB, or a cache path)
+	URL      string        // default DefaultURL
+	Client   *http.Client  // default: a client with a 30-minute timeout
+	MaxBytes int64         // download and unpacked size limit; default 4 GiB
+	Logger   *slog.Logger
+}
+
+// Updater downloads and installs database updates.
+type Updater struct {
+	cfg      Config
+	inst     Installer
+	attempts prometheus.Counter
+	failures prometheus.Counter
+	last     prometheus.Gauge
+}
+
+// New checks cfg and returns an Updater.
+func New(cfg Config, inst Installer) (*Updater, error) {
+	if cfg.Token == "" || cfg.Product == "" {
+		return nil, errors.New("updater: IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT are both required")
+	}
+	if cfg.Target == "" {
+		return nil, errors.New("updater: no target path for the downloaded database")
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 24 * time.Hour
+	}
+	if cfg.Interval < time.Minute {
+		return nil, fmt.Errorf("updater: interval %s is too short (IP2Location limits downloads)", cfg.Interval)
+	}
+	if cfg.URL == "" {
+		cfg.URL = DefaultURL
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Minute}
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = 4 << 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Updater{
+		cfg:  cfg,
+		inst: inst,
+		attempts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_database_update_attempts_total",
+			Help: "Downloads of the database product attempted.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "geoip_database_update_failures_total",
+			Help: "Database downloads that failed to download, unpack, verify or install.",
+		}),
+		last: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "geoip_database_update_last_success_timestamp_seconds",
+			Help: "When a downloaded database was last installed, as a Unix time.",
+		}),
+	}, nil
+}
+
+// RegisterMetrics registers the updater's metrics on reg.
+func (u *Updater) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{u.attempts, u.failures, u.last} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run updates now if the target is missing or older than the interval, then once per
+// interval, until ctx ends. Failures are logged and wait for the next round.
+func (u *Updater) Run(ctx context.Context) {
+	wait := time.Duration(0)
+	if st, err := os.Stat(u.cfg.Target); err == nil {
+		if age := time.Since(st.ModTime()); age < u.cfg.Interval {
+			wait = u.cfg.Interval - age
+		}
+	}
+	u.cfg.Logger.Info("database updater started", "product", u.cfg.Product, "interval", u.cfg.Interval.String(), "next_in", wait.String())
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := u.Update(ctx); err != nil && ctx.Err() == nil {
+			u.cfg.Logger.Error("database update failed; the current database keeps serving", "product", u.cfg.Product, "err", err)
+		}
+		t.Reset(u.cfg.Interval)
+	}
+}
+
+// Update downloads, unpacks and installs the product once.
+func (u *Updater) Update(ctx context.Context) error {
+	u.attempts.Inc()
+	err := u.update(ctx)
+	if err != nil {
+		u.failures.Inc()
+		return err
+	}
+	u.last.SetToCurrentTime()
+	u.cfg.Logger.Info("database updated", "product", u.cfg.Product, "path", u.cfg.Target)
+	return nil
+}
+
+func (u *Updater) update(ctx context.Context) error {
+	dir := filepath.Dir(u.cfg.Target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	archive, err := u.download(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(archive)
+	db, err := u.unpack(archive, dir)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(db) // gone already when installed
+	if err := u.inst.InstallFile(db, u.cfg.Target); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	return nil
+}
+
+func (u *Updater) download(ctx context.Context, dir string) (string, error) {
+	q := url.Values{"token": {u.cfg.Token}, "file": {u.cfg.Product}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.cfg.URL+"?"+q.Encode(), nil)
+	if err != nil {
+		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+	}
+	resp, err := u.cfg.Client.Do(req)
+	if err != nil {
+		// The error quotes the URL, token included.
+		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("download %s: status %s", u.cfg.Product, resp.Status)
+	}
+	f, err := os.CreateTemp(dir, ".geoip-download-*.zip")
+	if err != nil {
+		return "", fmt.Errorf("download %s: %w", u.cfg.Product, err)
+	}
+	n, err := io.Copy(f, io.LimitReader(resp.Body, u.cfg.MaxBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > u.cfg.MaxBytes {
+		err = fmt.Errorf("larger than %d bytes", u.cfg.MaxBytes)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+	}
+	if msg, ok := serviceMessage(f.Name()); ok {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("download %s: the service answered %q instead of a zip", u.cfg.Product, msg)
+	}
+	return f.Name(), nil
+}
+
+// serviceMessage reports the text the service sends instead of a zip for a bad token, an
+// unknown product or too many downloads.
+func serviceMessage(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	buf := make([]byte, 200)
+	n, _ := io.ReadFull(f, buf)
+	buf = buf[:n]
+	if bytes.HasPrefix(buf, []byte("PK")) {
+		return "", false
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(buf), "?")), true
+}
+
+// unpack extracts the database (.BIN or .MMDB, the largest if several) beside the target.
+func (u *Updater) unpack(archive, dir string) (string, error) {
+	zr, err := zip.OpenReader(archive)
+	if err != nil {
+		return "", fmt.Errorf("unpack %s: %w", u.cfg.Product, err)
+	}
+	defer zr.Close()
+	var best *zip.File
+	for _, f := range zr.File {
+		ext := strings.ToLower(filepath.Ext(f.Name))
+		if (ext == ".bin" || ext == ".mmdb") && (best == nil || f.UncompressedSize64 > best.UncompressedSize64) {
+			best = f
+		}
+	}
+	if best == nil {
+		return "", fmt.Errorf("unpack %s: no .BIN or .MMDB file in the archive", u.cfg.Product)
+	}
+	if best.UncompressedSize64 > uint64(u.cfg.MaxBytes) {
+		return "", fmt.Errorf("unpack %s: %s is larger than %d bytes", u.cfg.Product, best.Name, u.cfg.MaxBytes)
+	}
+	rc, err := best.Open()
+	if err != nil {
+		return "", fmt.Errorf("unpack %s: %w", u.cfg.Product, err)
+	}
+	defer rc.Close()
+	// Keep the database's extension: the installer opens files by it.
+	out, err := os.CreateTemp(dir, ".geoip-update-*"+strings.ToLower(filepath.Ext(best.Name)))
+	if err != nil {
+		return "", fmt.Errorf("unpack %s: %w", u.cfg.Product, err)
+	}
+	n, err := io.Copy(out, io.LimitReader(rc, u.cfg.MaxBytes+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > u.cfg.MaxBytes {
+		err = fmt.Errorf("%s is larger than %d bytes", best.Name, u.cfg.MaxBytes)
+	}
+	if err == nil {
+		err = os.Chmod(out.Name(), 0o644)
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", fmt.Errorf("unpack %s: %w", u.cfg.Product, err)
+	}
+	return out.Name(), nil
+}
+
+func (u *Updater) redact(err error) string {
+	msg := err.Error()
+	if u.cfg.Token != "" {
+		msg = strings.ReplaceAll(msg, url.QueryEscape(u.cfg.Token), "REDACTED")
+		msg = strings.ReplaceAll(msg, u.cfg.Token, "REDACTED")
+	}
+	return msg
+}
