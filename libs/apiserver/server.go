@@ -143,8 +143,18 @@ func getenvOr(f func(string) string) func(string) string {
 // Instance is the underlying gin engine, to add hooks, middleware or routes.
 func (s *Server[A]) Instance() *gin.Engine { return s.engine }
 
-// Handler is the server as an http.Handler (for httptest or a custom server).
-func (s *Server[A]) Handler() http.Handler { return s.engine }
+// Handler is the server as an http.Handler (for httptest or a custom
+// server). It drops X-Forwarded-Prefix from peers that are not trusted
+// proxies before gin sees it: gin builds trailing-slash redirects from
+// that header whoever sent it.
+func (s *Server[A]) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["X-Forwarded-Prefix"]; ok && !s.clientIP.Trusted().Contains(peerAddr(r)) {
+			r.Header.Del("X-Forwarded-Prefix")
+		}
+		s.engine.ServeHTTP(w, r)
+	})
+}
 
 // Logger is the server's structured logger.
 func (s *Server[A]) Logger() *slog.Logger { return s.log }
@@ -218,7 +228,7 @@ func (s *Server[A]) Start() error {
 	}
 	s.listener = ln
 	s.httpServer = &http.Server{
-		Handler:           s.engine,
+		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
