@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -126,6 +127,45 @@ func BenchmarkItems(b *testing.B) {
 					c.h.ServeHTTP(rec, req)
 					if rec.Code != 200 {
 						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkItemsHTTP is the same comparison over real HTTP on loopback
+// with keep-alive connections: the throughput a client sees, where the
+// server's own overhead (connection handling, parsing) is counted too.
+func BenchmarkItemsHTTP(b *testing.B) {
+	cases := []struct {
+		name string
+		h    http.Handler
+	}{
+		{"plain-gin", plainGin()},
+		{"library-bare", librarySrv(b, "warn", false, apiserver.NoRateLimit)},
+		{"library", librarySrv(b, "warn", true, nil)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ts := httptest.NewServer(c.h)
+			defer ts.Close()
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+			url := ts.URL + "/items?limit=10&offset=0"
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					res, err := client.Get(url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != 200 {
+						b.Fatalf("status %d", res.StatusCode)
 					}
 				}
 			})
