@@ -36,6 +36,7 @@ func Tags() []apiserver.Tag {
 		{Name: tagFilters, Description: "Blocked terms, regular expressions, links and capitals"},
 		{Name: tagChannels, Description: "Channel settings (slow mode)"},
 		{Name: tagPermissions, Description: "Who may do what"},
+		{Name: "Live", Description: "Real-time delivery over WebSocket: the protocol, recovery with since, presence"},
 	}
 }
 

@@ -119,9 +119,6 @@ type frame struct {
 
 func (f *frame) events() int { return len(f.cursors) }
 
-// weight is how much of a queue a frame takes: its events, or 1.
-func (f *frame) weight() int { return max(1, len(f.cursors)) }
-
 // controlFrame encodes one control object.
 func controlFrame(v any) *frame {
 	b, err := json.Marshal(v)

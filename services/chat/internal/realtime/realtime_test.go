@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime"
@@ -562,5 +563,41 @@ func TestDocsDescribeTheProtocol(t *testing.T) {
 	page.Body.Close()
 	if page.StatusCode != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET / = %d %s", page.StatusCode, page.Header.Get("Content-Type"))
+	}
+}
+
+// TestReaderThatLosesItsPlaceResyncsSubscribers: the store is reset under
+// a tailing reader (its cursor now lies beyond the log); subscribers are
+// closed with 4010 and a reconnect with since says recovered:false.
+func TestReaderThatLosesItsPlaceResyncsSubscribers(t *testing.T) {
+	rs := redisServer(t)
+	r := startReplica(t, replicaConfig{redisURL: rs.URL(), publicRead: true,
+		opts: realtime.Options{Tail: chat.TailOptions{Block: 200 * time.Millisecond}}}, testPrefix())
+	c := dial(t, r.base, "channel=reset", nil)
+	c.hello()
+	for i := 1; i <= 3; i++ {
+		if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "reset", Message: fmt.Sprint("m", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.messages(3)
+	o, err := redis.ParseURL(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.waitClosed(); code != realtime.CloseResync {
+		t.Fatalf("close code %d, want 4010", code)
+	}
+	if _, err := r.svc.Bootstrap(context.Background(), adminToken); err != nil {
+		t.Fatal(err)
+	}
+	c2 := dial(t, r.base, "channel=reset&since=3", nil)
+	if h := c2.hello(); h.Recovered {
+		t.Fatalf("hello %+v after a reset, want recovered false", h)
 	}
 }
