@@ -14,8 +14,7 @@ import (
 func BenchmarkExplicitJSON(b *testing.B) {
 	for _, cache := range []int{-1, 1 << 16} {
 		b.Run(fmt.Sprintf("cache=%d", cache), func(b *testing.B) {
-			t := &testing.T{}
-			s := newTestServer(t, embeddedSample(t), withOptions(func(o *Options) { o.CacheSize = cache }))
+			s := newTestServer(b, embeddedSample(b), withOptions(func(o *Options) { o.CacheSize = cache }))
 			r := rand.New(rand.NewPCG(1, 2))
 			paths := make([]string, 4096)
 			for i := range paths {

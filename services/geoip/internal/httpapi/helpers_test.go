@@ -88,7 +88,7 @@ func (f *fixtureDB) setFail(err error) {
 
 // testServer is one API on its own apiserver.
 type testServer struct {
-	t   *testing.T
+	t   testing.TB
 	srv *apiserver.Server[struct{}]
 	api *API
 }
@@ -103,7 +103,7 @@ func withOptions(f func(*Options)) serverOption {
 	return func(_ *apiserver.Config[struct{}], o *Options) { f(o) }
 }
 
-func newTestServer(t *testing.T, db DB, opts ...serverOption) *testServer {
+func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 	t.Helper()
 	cfg := apiserver.Config[struct{}]{
 		APITitle:       "geoip",
@@ -135,7 +135,7 @@ var (
 
 // embeddedSample is the service's own default database, with time zones from
 // coordinates as the service completes them.
-func embeddedSample(t *testing.T) *dbfile.Manager {
+func embeddedSample(t testing.TB) *dbfile.Manager {
 	t.Helper()
 	sampleOnce.Do(func() {
 		sampleDB, sampleErr = dbfile.New(dbfile.Config{

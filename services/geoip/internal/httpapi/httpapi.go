@@ -143,7 +143,7 @@ func parseAddr(text string) (netip.Addr, error) {
 		return addr, nil
 	}
 	msg := "Invalid IP address: " + strconv.Quote(clip(text))
-	if i := strings.IndexByte(text, '%'); i > 0 {
+	if strings.Contains(text, "%") {
 		if _, zerr := netip.ParseAddr(text); zerr == nil {
 			msg = "IPv6 zone identifiers are not accepted: " + strconv.Quote(clip(text)) + " names an interface of the caller's host"
 		}

@@ -255,10 +255,11 @@ var callerPaths = func() map[string]bool {
 	return m
 }()
 
-// installRedirects replaces gin's trailing-slash redirect, whose Location is absolute and
-// built from an X-Forwarded-Prefix it takes from anyone, with a relative one: "./json/"
-// resolves against whatever prefix the client used, so /geoip/8.8.8.8/json behind the
-// proxy lands on /geoip/8.8.8.8/json/. Other unknown paths keep the library's 404 body.
+// installRedirects replaces gin's trailing-slash redirect, whose Location is an absolute
+// path (right behind a proxy only if it sends X-Forwarded-Prefix and is trusted), with a
+// relative one: "./json/" resolves against whatever prefix the client used, so
+// /geoip/8.8.8.8/json behind any prefix-stripping proxy lands on /geoip/8.8.8.8/json/.
+// Other unknown paths keep the library's 404 body.
 func (a *API) installRedirects() {
 	engine := a.srv.Instance()
 	engine.RedirectTrailingSlash = false
