@@ -94,6 +94,10 @@ func Register[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Out])
 	}
 	handlers := append(s.routeMiddleware(&ep.op, ep.route), ep.serve)
 	s.routes.Handle(ep.op.Method, ep.route, handlers...)
+	if ep.op.Method == http.MethodGet {
+		// HEAD answers what GET would, without the body (net/http drops it).
+		s.routes.Handle(http.MethodHead, ep.route, handlers...)
+	}
 	if !op.Hidden {
 		s.docs.add(ep.doc())
 	}

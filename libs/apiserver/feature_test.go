@@ -290,7 +290,8 @@ func TestFeatures(t *testing.T) {
 		{name: "unknown route is 404 with the standard body", req: request{method: "GET", path: "/nope"}, status: 404,
 			body: []string{`"error":"Not Found"`, `Route GET /nope not found`}},
 		{name: "wrong method is 405 with Allow", req: request{method: "PATCH", path: "/items"}, status: 405,
-			header: map[string]string{"Allow": "GET, POST"}},
+			header: map[string]string{"Allow": "GET, HEAD, POST"}},
+		{name: "HEAD is answered on GET endpoints", req: request{method: "HEAD", path: "/items/7"}, status: 200},
 		{name: "NoBody answers 204", req: request{method: "DELETE", path: "/items/3", header: auth}, status: 204,
 			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
 				if rec.Body.Len() != 0 {

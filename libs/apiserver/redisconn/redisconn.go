@@ -56,6 +56,9 @@ func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
+		if o.Timeout > 0 {
+			opts.DialerRetries = 1 // a refused dial fails now, not after five tries
+		}
 		return redis.NewClient(opts), nil
 	case "redis+sentinel", "rediss+sentinel":
 		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"), o)
