@@ -69,6 +69,10 @@ type Config[A any] struct {
 
 	// RedisURL makes rate-limit counters live in Redis (REDIS_URL).
 	RedisURL string
+	// ServiceName names the service in shared stores: rate-limit keys are
+	// rate:apiserver:<ServiceName>:..., so two services on one Redis
+	// database keep separate limits (default "api").
+	ServiceName string
 	// TrustedProxies are the proxies whose X-Forwarded-For and
 	// X-Forwarded-Prefix are believed (TRUSTED_PROXIES).
 	TrustedProxies []string

@@ -39,7 +39,11 @@ func (s *Server[A]) setupLimiter() error {
 		_ = client.Close()
 		return err
 	}
-	rl, err := ratelimit.NewRedis(fast, ratelimit.RedisConfig{KeyPrefix: "apiserver:"})
+	name := s.cfg.ServiceName
+	if name == "" {
+		name = "api"
+	}
+	rl, err := ratelimit.NewRedis(fast, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":"})
 	if err != nil {
 		_ = client.Close()
 		_ = fast.Close()

@@ -2,12 +2,17 @@
 // service accepts the same forms: one server, Sentinel, or Cluster.
 //
 //	redis://[user:pass@]host:6379/0           one server (rediss:// for TLS)
-//	redis+sentinel://[user:pass@]s1:26379/0?master_name=mymaster&addr=s2:26379
+//	redis://[user:pass@]s1:26379/0?master_name=mymaster&addr=s2:26379
 //	                                          Sentinel: the host and each addr are sentinels
-//	redis+cluster://[user:pass@]n1:6379?addr=n2:6379&addr=n3:6379
-//	                                          Cluster: seed nodes (rediss+cluster:// for TLS)
+//	redis://[user:pass@]n1:6379?addr=n2:6379&addr=n3:6379
+//	                                          Cluster: the host and each addr are seed nodes
 //
-// Query parameters are go-redis's (dial_timeout, read_timeout, pool_size...).
+// These are go-redis's own URL forms (ParseURL, ParseFailoverURL,
+// ParseClusterURL), chosen by the query: master_name means Sentinel, addr
+// without it means Cluster. The schemes redis+sentinel:// and
+// redis+cluster:// (and rediss+...) say the same explicitly. Other query
+// parameters are go-redis's (dial_timeout, read_timeout, pool_size...);
+// unknown ones are an error.
 package redisconn
 
 import (
@@ -51,6 +56,9 @@ func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 		if u.Query().Has("master_name") {
 			return sentinel(u, u.Scheme, o)
 		}
+		if u.Scheme != "unix" && u.Query().Has("addr") {
+			return cluster(u, u.Scheme, o)
+		}
 		opts, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err)
@@ -63,16 +71,20 @@ func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 	case "redis+sentinel", "rediss+sentinel":
 		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"), o)
 	case "redis+cluster", "rediss+cluster":
-		c := *u
-		c.Scheme = strings.TrimSuffix(u.Scheme, "+cluster")
-		opts, err := redis.ParseClusterURL(c.String())
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
-		}
-		tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
-		return redis.NewClusterClient(opts), nil
+		return cluster(u, strings.TrimSuffix(u.Scheme, "+cluster"), o)
 	}
 	return nil, fmt.Errorf("REDIS_URL: scheme %q: use redis://, rediss://, redis+sentinel:// or redis+cluster://", u.Scheme)
+}
+
+func cluster(u *url.URL, scheme string, o Options) (redis.UniversalClient, error) {
+	c := *u
+	c.Scheme = scheme
+	opts, err := redis.ParseClusterURL(c.String())
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
+	}
+	tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
+	return redis.NewClusterClient(opts), nil
 }
 
 func sentinel(u *url.URL, scheme string, o Options) (redis.UniversalClient, error) {

@@ -23,6 +23,7 @@ func TestOpenForms(t *testing.T) {
 		{url: "redis://s1:26379/0?master_name=mymaster&addr=s2:26379", kind: "sentinel"},
 		{url: "redis+sentinel://s1:26379/0?master_name=mymaster", kind: "sentinel"},
 		{url: "redis+cluster://n1:6379?addr=n2:6379&addr=n3:6379", kind: "cluster"},
+		{url: "redis://n1:6379?addr=n2:6379&addr=n3:6379", kind: "cluster"},
 		{url: "http://localhost", wantErr: "scheme"},
 		{url: "redis+sentinel://s1:26379/0", wantErr: "master_name"},
 		{url: "redis://localhost:6379/0?bogus=1", wantErr: "REDIS_URL"},

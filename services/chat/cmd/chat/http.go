@@ -27,6 +27,8 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 	auth := &httpapi.Authenticator{}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		APITitle:       "Chat API",
+		ServiceName:    "chat",
+		APIVersion:     version,
 		APIDescription: httpapi.Description(cfg.PublicRead),
 		APITags:        httpapi.Tags(),
 		TokenValidator: auth.Validate,

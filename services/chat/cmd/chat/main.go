@@ -21,6 +21,10 @@ import (
 	"github.com/apistack/platform/services/chat/internal/config"
 )
 
+// version is the build's version, set with -ldflags "-X main.version=...";
+// it is the API version shown in /docs.
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)

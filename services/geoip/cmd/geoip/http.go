@@ -51,6 +51,8 @@ func newHTTPServer(db *dbfile.Manager, env func(string) string, log *slog.Logger
 	}
 	cfg := apiserver.Config[struct{}]{
 		APITitle:       "geoip",
+		ServiceName:    "geoip",
+		APIVersion:     version,
 		APIDescription: httpapi.Description,
 		APITags: []apiserver.Tag{
 			{Name: "lookup", Description: "Location of a given address"},

@@ -28,6 +28,10 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/updater"
 )
 
+// version is the build's version, set with -ldflags "-X main.version=...";
+// it is the API version shown in /docs.
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv)

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Builds, without any image registry, the base images that docker-compose.yml can be
+# switched to (deploy/local-images.env): every file comes from Debian's packages or from
+# this machine's Go toolchain.
+#
+#   local/golang:1.26      Debian bookworm + the host's Go toolchain (GOROOT) and local CAs, like golang:1.26-bookworm
+#   local/static:bookworm  distroless/static-like: CA certificates, tzdata, passwd with nonroot (65532), /tmp
+#   local/redis:7          Debian bookworm + redis-server
+#   local/caddy:2          Debian bookworm + caddy
+#   local/prometheus:2     Debian bookworm + prometheus (the monitoring profile; Grafana is not in Debian)
+#
+# A minimal bookworm root filesystem is debootstrapped once into $APISTACK_IMAGE_CACHE and
+# reused; images that already exist are kept (FORCE=1 rebuilds them). Needs root.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${APISTACK_IMAGE_CACHE:-/var/cache/apistack-images}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+suite=bookworm
+force=${FORCE:-0}
+goroot=${GOROOT_HOST:-$(go env GOROOT 2>/dev/null || echo /usr/local/go)}
+
+# shellcheck source=deploy/local-images.env
+. "$repo/deploy/local-images.env"
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'build-local-images: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot)"
+command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+command -v docker >/dev/null || die "docker is not installed"
+
+have_image() { [ "$force" != 1 ] && docker image inspect "$1" >/dev/null 2>&1; }
+
+# base_rootfs debootstraps the shared minimal root filesystem once; the directory is only
+# renamed into place when debootstrap succeeded, so an interrupted run starts over.
+base_rootfs() {
+	local dir=$cache/$suite-minbase
+	if [ ! -d "$dir" ]; then
+		log "debootstrap $suite into $dir (about a minute)"
+		mkdir -p "$cache"
+		rm -rf "$dir.tmp"
+		debootstrap --variant=minbase "$suite" "$dir.tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+			die "debootstrap failed; see $cache/debootstrap.log"
+		cat >"$dir.tmp/etc/apt/sources.list" <<SOURCES
+deb $mirror $suite main
+deb $mirror $suite-updates main
+deb $security_mirror $suite-security main
+SOURCES
+		mv "$dir.tmp" "$dir"
+	fi
+	printf '%s\n' "$dir"
+}
+
+# work_rootfs copies the base into a fresh work directory and installs Debian packages in
+# it with chroot; services are never started (policy-rc.d).
+work_rootfs() {
+	local name=$1; shift
+	local base dir
+	base=$(base_rootfs)
+	dir=$cache/work/$name
+	rm -rf "$dir"
+	mkdir -p "$cache/work"
+	cp -a "$base" "$dir"
+	if [ "$#" -gt 0 ]; then
+		log "$name: apt-get install $*"
+		cp /etc/resolv.conf "$dir/etc/resolv.conf"
+		printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+		chmod +x "$dir/usr/sbin/policy-rc.d"
+		if ! {
+			chroot "$dir" apt-get -q update &&
+				DEBIAN_FRONTEND=noninteractive chroot "$dir" apt-get -q upgrade -y &&
+				DEBIAN_FRONTEND=noninteractive chroot "$dir" apt-get -q install -y --no-install-recommends "$@"
+		} >"$cache/work/$name.log" 2>&1; then
+			tail -n 20 "$cache/work/$name.log" >&2
+			die "$name: apt-get failed; see $cache/work/$name.log"
+		fi
+		rm -f "$dir/usr/sbin/policy-rc.d"
+	fi
+	printf '%s\n' "$dir"
+}
+
+# finish trims a work root filesystem of what an image does not need.
+finish() {
+	local dir=$1
+	chroot "$dir" apt-get -qq clean
+	rm -rf "$dir"/var/lib/apt/lists/* "$dir"/var/cache/apt/*.bin "$dir"/var/log/*.log \
+		"$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/info/*
+	: >"$dir/etc/resolv.conf"
+}
+
+# import turns a directory into an image; the remaining arguments are --change lines.
+import() {
+	local dir=$1 tag=$2; shift 2
+	local args=(--change "LABEL io.apistack.base=local-debian")
+	local c
+	for c in "$@"; do args+=(--change "$c"); done
+	log "docker import $tag"
+	tar --numeric-owner -C "$dir" -c . | docker import "${args[@]}" - "$tag" >/dev/null
+	rm -rf "$dir"
+}
+
+path_env='ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+build_golang() {
+	local tag=$GO_IMAGE version dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	[ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT_HOST)"
+	version=$("$goroot/bin/go" env GOVERSION)
+	case "$tag" in
+	*:"${version#go}" | *:"$(echo "${version#go}" | cut -d. -f1,2)") ;;
+	*) die "host Go is $version but $tag is wanted; install that Go or change deploy/local-images.env" ;;
+	esac
+	dir=$(work_rootfs golang ca-certificates git)
+	# The builder downloads modules, so it trusts what this machine trusts: certificate
+	# authorities added locally (a TLS-inspecting egress proxy's, a company's) come along.
+	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+		log "golang: adding this machine's local CA certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$dir/usr/local/share/ca-certificates/"
+		chroot "$dir" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates failed"
+	fi
+	log "golang: copying $goroot ($version)"
+	mkdir -p "$dir/usr/local" "$dir/go/bin" "$dir/go/src"
+	cp -a "$goroot" "$dir/usr/local/go"
+	rm -rf "$dir/usr/local/go/test" "$dir/usr/local/go/doc"
+	chmod 1777 "$dir/go"
+	finish "$dir"
+	import "$dir" "$tag" \
+		"ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		"ENV GOPATH=/go" "ENV GOTOOLCHAIN=local" "ENV GOLANG_VERSION=${version#go}" \
+		"WORKDIR /go" 'CMD ["bash"]'
+}
+
+build_static() {
+	local tag=$RUNTIME_IMAGE base dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	# Like gcr.io/distroless/static-debian12: no shell, no package manager, only the files
+	# a static binary may read. The CA bundle comes from a throwaway ca-certificates install.
+	base=$(work_rootfs static-src ca-certificates)
+	dir=$cache/work/static
+	rm -rf "$dir"
+	mkdir -p "$dir/etc/ssl/certs" "$dir/usr/share" "$dir/tmp" "$dir/home/nonroot" "$dir/root"
+	cp "$base/etc/ssl/certs/ca-certificates.crt" "$dir/etc/ssl/certs/"
+	cp -a "$base/usr/share/zoneinfo" "$dir/usr/share/"
+	cp "$base/etc/os-release" "$dir/etc/"
+	cat >"$dir/etc/passwd" <<'PASSWD'
+root:x:0:0:root:/root:/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin
+nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
+PASSWD
+	cat >"$dir/etc/group" <<'GROUP'
+root:x:0:
+nobody:x:65534:
+nonroot:x:65532:
+GROUP
+	printf 'hosts: files dns\n' >"$dir/etc/nsswitch.conf"
+	chmod 1777 "$dir/tmp"
+	chmod 700 "$dir/root"
+	chown 65532:65532 "$dir/home/nonroot"
+	rm -rf "$base"
+	import "$dir" "$tag" "$path_env" "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt" \
+		"USER 65532:65532" "WORKDIR /home/nonroot"
+}
+
+build_redis() {
+	local tag=$REDIS_IMAGE dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	dir=$(work_rootfs redis redis-server)
+	mkdir -p "$dir/data"
+	chroot "$dir" chown redis:redis /data
+	finish "$dir"
+	# The official image compiles protected mode off; Debian's default is on, and the
+	# compose file turns it off explicitly for both.
+	import "$dir" "$tag" "$path_env" "USER redis" "WORKDIR /data" "VOLUME /data" "EXPOSE 6379" \
+		'CMD ["redis-server", "--protected-mode", "no"]'
+}
+
+build_caddy() {
+	local tag=$CADDY_IMAGE dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	dir=$(work_rootfs caddy caddy ca-certificates)
+	mkdir -p "$dir/data" "$dir/config" "$dir/srv"
+	chroot "$dir" chown caddy:caddy /data /config
+	finish "$dir"
+	# Same paths and command as the official caddy image; runs as the caddy user, which is
+	# why the Caddyfile listens on 8080 rather than 80.
+	import "$dir" "$tag" "$path_env" "ENV XDG_CONFIG_HOME=/config" "ENV XDG_DATA_HOME=/data" \
+		"USER caddy" "WORKDIR /srv" "EXPOSE 8080" \
+		'CMD ["caddy", "run", "--config", "/etc/caddy/Caddyfile", "--adapter", "caddyfile"]'
+}
+
+build_prometheus() {
+	local tag=$PROMETHEUS_IMAGE dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	dir=$(work_rootfs prometheus prometheus)
+	mkdir -p "$dir/prometheus"
+	chroot "$dir" chown prometheus:prometheus /prometheus
+	finish "$dir"
+	# Debian's Prometheus 2.x reads the same configuration and flags as the official image.
+	import "$dir" "$tag" "$path_env" "USER prometheus" "WORKDIR /prometheus" "EXPOSE 9090" \
+		'ENTRYPOINT ["/usr/bin/prometheus"]' \
+		'CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]'
+}
+
+start=$SECONDS
+build_golang
+build_static
+build_redis
+build_caddy
+build_prometheus
+log "local base images ready in $((SECONDS - start))s: $GO_IMAGE $RUNTIME_IMAGE $REDIS_IMAGE $CADDY_IMAGE $PROMETHEUS_IMAGE"

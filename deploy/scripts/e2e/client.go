@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// stack talks to the compose stack through the proxy.
+type stack struct {
+	base    *url.URL
+	token   string
+	channel string
+	http    *http.Client
+}
+
+type response struct {
+	status   int
+	header   http.Header
+	body     []byte
+	finalURL *url.URL
+}
+
+func (s *stack) get(ctx context.Context, path string) (*response, error) {
+	return s.do(ctx, http.MethodGet, path, nil, false)
+}
+
+func (s *stack) do(ctx context.Context, method, path string, body any, auth bool) (*response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.base.JoinPath(path).String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	// JoinPath drops a trailing slash; the services' paths keep theirs.
+	req.URL.Path = path
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading body: %w", method, path, err)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b, finalURL: resp.Request.URL}, nil
+}
+
+// send posts a message as the administrator and returns the stored message and the
+// replica that stored it.
+func (s *stack) send(ctx context.Context, text string) (chatMessage, string, error) {
+	r, err := s.do(ctx, http.MethodPost, chatSendPath, sendRequest(s.channel, text), true)
+	if err != nil {
+		return chatMessage{}, "", err
+	}
+	if r.status != http.StatusCreated {
+		return chatMessage{}, "", fmt.Errorf("POST %s: status %d, want 201: %s", chatSendPath, r.status, snippet(r.body))
+	}
+	var m chatMessage
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		return chatMessage{}, "", fmt.Errorf("POST %s: body %s: %w", chatSendPath, snippet(r.body), err)
+	}
+	if m.ID == "" {
+		return chatMessage{}, "", fmt.Errorf("POST %s: stored message has no id: %s", chatSendPath, snippet(r.body))
+	}
+	return m, r.header.Get(servedByHeader), nil
+}
+
+// sendRetry sends until the stack accepts the message or ctx ends: for the moments after
+// a replica or Redis went away.
+func (s *stack) sendRetry(ctx context.Context, text string) (chatMessage, string, error) {
+	var last error
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, by, err := s.send(attempt, text)
+		cancel()
+		if err == nil {
+			return m, by, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return chatMessage{}, "", fmt.Errorf("no 201 before the deadline; last error: %w", last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// wsClient is one WebSocket connection through the proxy. Frames are read by a goroutine
+// (a canceled Read closes a coder/websocket connection, so waits happen on the channel).
+type wsClient struct {
+	conn     *websocket.Conn
+	servedBy string
+	hello    frame
+	frames   chan frame
+	done     chan struct{}
+	err      error // set before done is closed
+	seen     map[messageID]int
+}
+
+func (s *stack) dial(ctx context.Context, since messageID) (*wsClient, error) {
+	u := wsURL(s.base, s.channel, since)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+s.token)
+	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		status := ""
+		if resp != nil {
+			status = fmt.Sprintf(" (HTTP %d)", resp.StatusCode)
+		}
+		return nil, fmt.Errorf("dial %s%s: %w", u, status, err)
+	}
+	conn.SetReadLimit(1 << 20)
+	c := &wsClient{
+		conn:     conn,
+		servedBy: resp.Header.Get(servedByHeader),
+		frames:   make(chan frame, 1024),
+		done:     make(chan struct{}),
+		seen:     map[messageID]int{},
+	}
+	go c.read()
+	f, err := c.next(ctx, 10*time.Second)
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("waiting for hello on %s: %w", u, err)
+	}
+	if f.Type != frameHello {
+		c.close()
+		return nil, fmt.Errorf("first frame on %s is %q, want %q", u, f.Type, frameHello)
+	}
+	c.hello = f
+	return c, nil
+}
+
+func (c *wsClient) read() {
+	defer close(c.done)
+	for {
+		typ, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			c.err = err
+			return
+		}
+		if typ != websocket.MessageText {
+			continue
+		}
+		fs, err := parseFrames(data)
+		if err != nil {
+			c.err = err
+			return
+		}
+		for _, f := range fs {
+			c.frames <- f
+		}
+	}
+}
+
+var errClosed = errors.New("connection closed")
+
+// next returns the next frame, or an error when the connection ends or wait passes.
+func (c *wsClient) next(ctx context.Context, wait time.Duration) (frame, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case f := <-c.frames:
+		return f, nil
+	default:
+	}
+	select {
+	case f := <-c.frames:
+		return f, nil
+	case <-c.done:
+		select {
+		case f := <-c.frames:
+			return f, nil
+		default:
+		}
+		return frame{}, fmt.Errorf("%w: %v", errClosed, c.err)
+	case <-t.C:
+		return frame{}, fmt.Errorf("no frame within %s", wait)
+	case <-ctx.Done():
+		return frame{}, ctx.Err()
+	}
+}
+
+// await reads frames until every wanted message id has arrived; other frames are kept
+// in seen, so a message delivered twice can be detected.
+func (c *wsClient) await(ctx context.Context, wait time.Duration, want ...chatMessage) error {
+	deadline := time.Now().Add(wait)
+	missing := map[messageID]chatMessage{}
+	for _, m := range want {
+		if c.seen[m.ID] == 0 {
+			missing[m.ID] = m
+		}
+	}
+	for len(missing) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("messages %v not delivered within %s (client on %s)", ids(missing), wait, c.servedBy)
+		}
+		f, err := c.next(ctx, left)
+		if err != nil {
+			return fmt.Errorf("waiting for messages %v (client on %s): %w", ids(missing), c.servedBy, err)
+		}
+		if f.Type != frameMessage || f.Message == nil {
+			continue
+		}
+		c.seen[f.Message.ID]++
+		if w, ok := missing[f.Message.ID]; ok {
+			if f.Message.Text != w.Text {
+				return fmt.Errorf("message %s arrived with text %q, want %q", w.ID, f.Message.Text, w.Text)
+			}
+			delete(missing, f.Message.ID)
+		}
+	}
+	return nil
+}
+
+func (c *wsClient) close() {
+	_ = c.conn.Close(websocket.StatusNormalClosure, "")
+	_ = c.conn.CloseNow()
+}
+
+func ids(m map[messageID]chatMessage) []messageID {
+	out := make([]messageID, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	return out
+}
+
+func snippet(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "..."
+	}
+	return string(b)
+}
+
+func (c *wsClient) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,26 @@
+# The stack's targets: images, the compose end-to-end test, the Kubernetes check and the
+# workflow lint. Included by the top-level Makefile (include deploy/stack.mk).
+
+ACTIONLINT_VERSION ?= v1.7.12
+GOBIN_DIR := $(shell go env GOPATH)/bin
+
+.PHONY: images-local compose-config compose-test k8s-check actionlint
+
+images-local: ## Build the local base images from Debian packages (no registry needed; root)
+	deploy/scripts/build-local-images.sh
+
+compose-config: ## Check docker-compose.yml with the compose tool at hand
+	@if docker compose version >/dev/null 2>&1; then docker compose config -q; else docker-compose config -q; fi
+	@echo "docker-compose.yml: ok"
+
+compose-test: ## Bring the compose stack up with local images, test it end to end, take it down
+	deploy/scripts/compose-test.sh
+
+k8s-check: ## Render deploy/k8s (base, production) with kustomize and check every object
+	cd deploy/k8s/check && GOWORK=off go test -count=1 ./...
+
+actionlint: ## Lint .github/workflows (installs actionlint, and shellcheck when apt is there)
+	@command -v shellcheck >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		apt-get install -y -qq shellcheck >/dev/null 2>&1; } || echo "actionlint: shellcheck unavailable; run: scripts are not checked"
+	@test -x "$(GOBIN_DIR)/actionlint" || GOWORK=off GOBIN="$(GOBIN_DIR)" go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	"$(GOBIN_DIR)/actionlint"
