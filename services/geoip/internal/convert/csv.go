@@ -62,7 +62,9 @@ func (c *converter) addCSV(r io.Reader) error {
 			}
 			id, ok := ids[row.Loc]
 			if !ok {
-				id = c.b.Intern(row.Loc)
+				if id, err = c.intern(row.Loc); err != nil {
+					return err
+				}
 				ids[row.Loc] = id
 			}
 			if err := c.b.AddRange(rg[0], rg[1], id); err != nil {

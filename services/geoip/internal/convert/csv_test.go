@@ -91,13 +91,16 @@ func FuzzParseCSVRow(f *testing.F) {
 }
 
 // TestConvertCSVToBIN runs the CSV path end to end: quoted fields as IP2Location ships
-// them, a header line, IPv4 and IPv6 rows, read back through ip2location-go.
+// them, a header line, IPv4 and IPv6 rows, read back through ip2location-go. The offsets of
+// rows with coordinates become IANA zones from the coordinates; a row without coordinates
+// keeps its offset.
 func TestConvertCSVToBIN(t *testing.T) {
 	dir := t.TempDir()
 	csv := `"ip_from","ip_to","country_code","country_name","region_name","city_name","latitude","longitude","zip_code","time_zone"
 "0","281470681743359","-","-","-","-","0.000000","0.000000","-","-"
 "281470816487424","281470816487679","US","United States of America","California","Mountain View","37.405990","-122.078514","94043","-07:00"
 "281470816487680","281470816487935","AU","Australia","New South Wales","Sydney","-33.868820","151.209290","2000","+10:00"
+"281470816487936","281470816488191","US","United States of America","-","-","0.000000","0.000000","-","-05:00"
 "42541956101370907050197289607612071936","42541956101370907050197289607612072191","CH","Switzerland","Zurich","Zürich","47.376900","8.541700","8000","+01:00"
 `
 	in := filepath.Join(dir, "IP2LOCATION-LITE-DB11.IPV6.CSV")
@@ -109,7 +112,7 @@ func TestConvertCSVToBIN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rows4 != 4 || st.Rows6 != 3 { // gap, US, AU, gap / gap, CH, gap
+	if st.Rows4 != 5 || st.Rows6 != 3 { // gap, US, AU, US, gap / gap, CH, gap
 		t.Errorf("rows %d/%d", st.Rows4, st.Rows6)
 	}
 	db, err := ip2bin.Load(out)
@@ -118,14 +121,15 @@ func TestConvertCSVToBIN(t *testing.T) {
 	}
 	defer db.Close()
 	for addr, want := range map[string]string{
-		"8.8.8.8": "Mountain View/94043/-0700", "8.8.9.255": "Sydney/2000/+1000", "8.8.10.0": "//",
-		"2001:4860::1": "Zürich/8000/+0100", "2001:4860::100": "//", "::ffff:8.8.8.8": "Mountain View/94043/-0700",
+		"8.8.8.8": "Mountain View/94043/America/Los_Angeles/", "8.8.9.255": "Sydney/2000/Australia/Sydney/",
+		"8.8.10.0": "///-0500", "8.8.11.0": "///", "2001:4860::1": "Zürich/8000/Europe/Zurich/",
+		"2001:4860::100": "///", "::ffff:8.8.8.8": "Mountain View/94043/America/Los_Angeles/",
 	} {
 		r, err := db.Lookup(netip.MustParseAddr(addr))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.City + "/" + r.Postal + "/" + r.UTCOffset; got != want {
+		if got := r.City + "/" + r.Postal + "/" + r.TimeZone + "/" + r.UTCOffset; got != want {
 			t.Errorf("%s: %s; want %s", addr, got, want)
 		}
 	}

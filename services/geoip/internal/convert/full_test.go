@@ -11,13 +11,15 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/mmdb"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // TestConvertedBINAnswersWhatTheSourceAnswers is the converter's proof on the full DB-IP
 // Lite data: 100,000 random addresses (60% IPv4 over the whole space, 40% IPv6 in the
 // blocks the registries allocate), plus the first and last address of the source network
 // of every third of them, must get the same country, region, city and coordinates from
-// the BIN (through ip2location-go) as from the MMDB.
+// the BIN (through ip2location-go) as from the MMDB, and the BIN must hold the IANA zone
+// the service would derive from the source's coordinates (DB-IP has no zone names).
 //
 // Excluded: 6to4 (2002::/16) and Teredo (2001::/32) addresses, which ip2location-go
 // deliberately answers from the embedded IPv4 address, where the MMDB has one record for
@@ -107,7 +109,11 @@ func TestConvertedBINAnswersWhatTheSourceAnswers(t *testing.T) {
 	}
 	t.Logf("%d random addresses, %d network edges", 100_000, edges)
 
-	found, mismatches := 0, 0
+	zones := tz.New()
+	if err := zones.Warm(); err != nil {
+		t.Fatal(err)
+	}
+	found, mismatches, zoned := 0, 0, 0
 	for _, a := range addrs {
 		src := src4
 		if a.Is6() {
@@ -124,6 +130,12 @@ func TestConvertedBINAnswersWhatTheSourceAnswers(t *testing.T) {
 		if want.Found() {
 			found++
 		}
+		if want.HasLocation && want.TimeZone == "" {
+			want.TimeZone = zones.Name(want.Latitude, want.Longitude)
+		}
+		if got.TimeZone != "" {
+			zoned++
+		}
 		if !same(got, want) {
 			mismatches++
 			if mismatches <= 10 {
@@ -137,11 +149,15 @@ func TestConvertedBINAnswersWhatTheSourceAnswers(t *testing.T) {
 	if found < len(addrs)/2 {
 		t.Fatalf("only %d of %d addresses had data: the sample misses the data", found, len(addrs))
 	}
-	t.Logf("%d addresses agree (%d with data)", len(addrs), found)
+	if zoned < found*9/10 {
+		t.Fatalf("only %d of %d located addresses have a zone in the BIN", zoned, found)
+	}
+	t.Logf("%d addresses agree (%d with data, %d with a time zone)", len(addrs), found, zoned)
 }
 
 func same(bin, src lookup.Record) bool {
-	if bin.Country != src.Country || bin.Region != src.Region || bin.City != src.City {
+	if bin.Country != src.Country || bin.Region != src.Region || bin.City != src.City ||
+		bin.TimeZone != src.TimeZone {
 		return false
 	}
 	if !src.Found() {

@@ -135,7 +135,7 @@ func (m *Manager) Lookup(addr netip.Addr) (lookup.Record, error) {
 			return lookup.Record{}, err
 		}
 		if m.cfg.TimeZones != nil {
-			m.cfg.TimeZones.Resolve(&rec, m.cfg.Now())
+			rec = m.cfg.TimeZones.Resolve(rec, m.cfg.Now())
 		}
 		return rec, nil
 	}

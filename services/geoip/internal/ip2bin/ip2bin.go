@@ -156,8 +156,8 @@ func toRecord(r *ip2location.IP2Locationrecord, extras bool) lookup.Record {
 	// Unknown rows hold 0,0; a row with a country or city but 0,0 is Null Island in
 	// nobody's data, so coordinates count only alongside other data.
 	if rec.Country != "" || rec.City != "" {
-		rec.Latitude = cleanFloat(r.Latitude)
-		rec.Longitude = cleanFloat(r.Longitude)
+		rec.Latitude = lookup.WidenFloat32(r.Latitude)
+		rec.Longitude = lookup.WidenFloat32(r.Longitude)
 		rec.HasLocation = r.Latitude != 0 || r.Longitude != 0
 	}
 	if !extras {
@@ -180,18 +180,6 @@ func toRecord(r *ip2location.IP2Locationrecord, extras bool) lookup.Record {
 		}
 	}
 	return rec
-}
-
-// cleanFloat widens a float32 through its shortest decimal form, so 37.422 is served as
-// 37.422 and not as 37.42200088500977.
-func cleanFloat(f float32) float64 {
-	var buf [32]byte
-	b := strconv.AppendFloat(buf[:0], float64(f), 'g', -1, 32)
-	v, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return float64(f)
-	}
-	return v
 }
 
 // memReader is the in-memory DBReader. ip2location-go reads 256 bytes for every string and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,9 +62,10 @@ type DB interface {
 }
 
 // TimeZoner fills Record.TimeZone when the database had none and Record.UTCOffset for the
-// given instant.
+// given instant. The record goes in and out by value: a pointer passed through an
+// interface makes the caller's record escape, one heap allocation per lookup.
 type TimeZoner interface {
-	Resolve(rec *Record, now time.Time)
+	Resolve(rec Record, now time.Time) Record
 }
 
 // ErrInvalidAddress is returned by ParseAddr for text that is not an IP address.
@@ -142,6 +144,24 @@ func ParseOffset(s string) (string, bool) {
 
 // FormatOffset renders a UTC offset in seconds as "+0530".
 func FormatOffset(seconds int) string {
+	// Every zone in force today is a whole quarter hour from UTC, within -12h..+14h; their
+	// texts are made once, so the per-lookup offset costs no allocation.
+	if q := seconds / 900; seconds%900 == 0 && q >= minQuarter && q <= maxQuarter {
+		return quarterOffsets[q-minQuarter]
+	}
+	return formatOffset(seconds)
+}
+
+const minQuarter, maxQuarter = -12 * 4, 14 * 4
+
+var quarterOffsets = func() (s [maxQuarter - minQuarter + 1]string) {
+	for i := range s {
+		s[i] = formatOffset((minQuarter + i) * 900)
+	}
+	return s
+}()
+
+func formatOffset(seconds int) string {
 	b := [5]byte{'+', '0', '0', '0', '0'}
 	if seconds < 0 {
 		b[0] = '-'
@@ -151,4 +171,18 @@ func FormatOffset(seconds int) string {
 	h, m := minutes/60%100, minutes%60
 	b[1], b[2], b[3], b[4] = byte('0'+h/10), byte('0'+h%10), byte('0'+m/10), byte('0'+m%10)
 	return string(b[:])
+}
+
+// WidenFloat32 widens a float32 coordinate through its shortest decimal form, so 37.422 is
+// served as 37.422 and not as 37.42200088500977. The converter derives time zones from
+// coordinates widened the same way, so a zone it stores is the one a reader deriving from
+// the stored coordinates would find.
+func WidenFloat32(f float32) float64 {
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], float64(f), 'g', -1, 32)
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return float64(f)
+	}
+	return v
 }

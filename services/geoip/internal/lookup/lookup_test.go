@@ -110,7 +110,11 @@ func TestTimeZoneForms(t *testing.T) {
 			t.Errorf("ParseOffset(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
-	for secs, want := range map[int]string{0: "+0000", -25200: "-0700", 19800: "+0530", 20700: "+0545", -12600: "-0330"} {
+	// Table entries (quarter hours within -12h..+14h) and computed ones (LMT-style
+	// offsets, the ends of the table and beyond).
+	for secs, want := range map[int]string{0: "+0000", -25200: "-0700", 19800: "+0530", 20700: "+0545",
+		-12600: "-0330", -43200: "-1200", 50400: "+1400", 54000: "+1500", -46800: "-1300",
+		-17762: "-0456", 561: "+0009", -899: "-0014"} {
 		if got := lookup.FormatOffset(secs); got != want {
 			t.Errorf("FormatOffset(%d) = %q; want %q", secs, got, want)
 		}

@@ -139,7 +139,7 @@ func ConvertedBIN(tb testing.TB) string {
 	shared := SharedData(tb)
 	root := ModuleRoot(tb)
 	inputs := []string{filepath.Join(shared, IPv4+".xz"), filepath.Join(shared, IPv6+".xz")}
-	for _, pkg := range []string{"binwriter", "convert", "mmdb", "lookup"} {
+	for _, pkg := range []string{"binwriter", "convert", "mmdb", "lookup", "tz"} {
 		files, _ := filepath.Glob(filepath.Join(root, "internal", pkg, "*.go"))
 		sort.Strings(files)
 		for _, f := range files {

@@ -5,7 +5,9 @@ package tz
 
 import (
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	// The zone rules travel with the binary: container images have no /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -20,19 +22,35 @@ import (
 type Finder struct {
 	load func() (tzf.F, error)
 	locs sync.Map // zone name -> *time.Location
+	// names remembers the zone of recently asked coordinates: a polygon search costs
+	// about a microsecond and MMDB files without zone names ask it on every lookup, while
+	// a database has far fewer distinct coordinates than addresses. Direct-mapped, one
+	// entry per slot, replaced on collision: bounded, lock-free, O(1).
+	names []atomic.Pointer[zoneEntry]
 }
+
+type zoneEntry struct {
+	lat, lon uint64 // math.Float64bits, so that equal bits (NaN included) hit
+	name     string
+}
+
+// cacheBits sizes the coordinate cache: 65,536 slots, at most ~4 MB with their entries.
+const cacheBits = 16
 
 var _ lookup.TimeZoner = (*Finder)(nil)
 
 // New returns a Finder backed by tzf's default (lite) data set.
 func New() *Finder {
-	return &Finder{load: sync.OnceValues(func() (tzf.F, error) {
-		f, err := tzf.NewDefaultFinder()
-		if err != nil {
-			return nil, fmt.Errorf("load time zone polygons: %w", err)
-		}
-		return f, nil
-	})}
+	return &Finder{
+		load: sync.OnceValues(func() (tzf.F, error) {
+			f, err := tzf.NewDefaultFinder()
+			if err != nil {
+				return nil, fmt.Errorf("load time zone polygons: %w", err)
+			}
+			return f, nil
+		}),
+		names: make([]atomic.Pointer[zoneEntry], 1<<cacheBits),
+	}
 }
 
 // Warm loads the polygon data now, so that the first lookup does not pay for it.
@@ -43,27 +61,44 @@ func (z *Finder) Warm() error {
 
 // Name returns the IANA zone at the coordinates, or "" (open sea, or data not loadable).
 func (z *Finder) Name(lat, lon float64) string {
+	la, lo := math.Float64bits(lat), math.Float64bits(lon)
+	slot := &z.names[slotOf(la, lo)]
+	if e := slot.Load(); e != nil && e.lat == la && e.lon == lo {
+		return e.name
+	}
 	f, err := z.load()
 	if err != nil {
-		return ""
+		return "" // not cached: the answer is not about these coordinates
 	}
-	return f.GetTimezoneName(lon, lat)
+	name := f.GetTimezoneName(lon, lat)
+	slot.Store(&zoneEntry{lat: la, lon: lo, name: name})
+	return name
 }
 
-// Resolve fills rec.TimeZone from the coordinates when the database had no name, and
-// rec.UTCOffset for now. A record without location or zone keeps whatever offset the
+// slotOf mixes both coordinates (nearby places differ in the low bits of either) into
+// the top cacheBits bits of a multiplicative hash.
+func slotOf(lat, lon uint64) uint64 {
+	h := lat*0x9e3779b97f4a7c15 ^ (lon^lon>>29)*0xbf58476d1ce4e5b9
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	return h >> (64 - cacheBits)
+}
+
+// Resolve returns rec with TimeZone derived from the coordinates when the database had no
+// name, and UTCOffset for now. A record without location or zone keeps whatever offset the
 // database gave.
-func (z *Finder) Resolve(rec *lookup.Record, now time.Time) {
+func (z *Finder) Resolve(rec lookup.Record, now time.Time) lookup.Record {
 	if rec.TimeZone == "" && rec.HasLocation {
 		rec.TimeZone = z.Name(rec.Latitude, rec.Longitude)
 	}
 	if rec.TimeZone == "" {
-		return
+		return rec
 	}
 	if loc := z.location(rec.TimeZone); loc != nil {
 		_, offset := now.In(loc).Zone()
 		rec.UTCOffset = lookup.FormatOffset(offset)
 	}
+	return rec
 }
 
 // Offset returns the UTC offset of zone at t in "-0700" form, or "" for an unknown zone.

@@ -1,6 +1,8 @@
 package tz_test
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,8 +53,7 @@ func TestResolveIncludesDaylightSaving(t *testing.T) {
 		{"nothing", lookup.Record{}, summer, "", ""},
 	}
 	for _, tt := range tests {
-		rec := tt.rec
-		finder.Resolve(&rec, tt.at)
+		rec := finder.Resolve(tt.rec, tt.at)
 		if rec.TimeZone != tt.zone || rec.UTCOffset != tt.off {
 			t.Errorf("%s: %q %q; want %q %q", tt.name, rec.TimeZone, rec.UTCOffset, tt.zone, tt.off)
 		}
@@ -65,6 +66,7 @@ func TestOffsetOfUnknownZoneIsEmpty(t *testing.T) {
 	}
 }
 
+// BenchmarkName asks the same coordinates again and again: a cache hit.
 func BenchmarkName(b *testing.B) {
 	if err := finder.Warm(); err != nil {
 		b.Fatal(err)
@@ -72,5 +74,82 @@ func BenchmarkName(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		finder.Name(37.422, -122.085)
+	}
+}
+
+// TestNameCacheAnswersAsTheFirstSearch asks more distinct coordinates than the cache has
+// slots, twice in different orders: collisions replace entries, and every answer must
+// still be the one the polygon search gave first.
+func TestNameCacheAnswersAsTheFirstSearch(t *testing.T) {
+	n := 100_000
+	if testing.Short() {
+		n = 5_000
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	type point struct{ lat, lon float64 }
+	points := make([]point, n)
+	want := make([]string, n)
+	fresh := tz.New()
+	for i := range points {
+		// Mostly land, where zones change over short distances.
+		points[i] = point{rng.Float64()*120 - 55, rng.Float64()*360 - 180}
+		want[i] = fresh.Name(points[i].lat, points[i].lon)
+	}
+	for i := n - 1; i >= 0; i-- {
+		if got := fresh.Name(points[i].lat, points[i].lon); got != want[i] {
+			t.Fatalf("%v: %q, first search %q", points[i], got, want[i])
+		}
+	}
+	// Nearby coordinates are distinct keys: the cache must not answer one for the other.
+	a, b := fresh.Name(45.5, -73.6), fresh.Name(45.5, -73.60000000000001)
+	if a != "America/Toronto" || b != "America/Toronto" {
+		t.Errorf("Montreal: %q %q", a, b)
+	}
+}
+
+// TestNameConcurrent is for the race detector: cache slots are read and replaced from
+// many goroutines.
+func TestNameConcurrent(t *testing.T) {
+	coords := [][2]float64{{37.422, -122.085}, {-33.8688, 151.209}, {47.3769, 8.5417}, {27.7172, 85.324}}
+	want := make([]string, len(coords))
+	for i, c := range coords {
+		want[i] = finder.Name(c[0], c[1])
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2000 {
+				k := (i + g) % len(coords)
+				if got := finder.Name(coords[k][0], coords[k][1]); got != want[k] {
+					t.Errorf("%v: %q; want %q", coords[k], got, want[k])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkNameUncached is the polygon search itself: a new coordinate every time.
+func BenchmarkNameUncached(b *testing.B) {
+	if err := finder.Warm(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	lat := 37.0
+	for b.Loop() {
+		lat += 1e-9
+		finder.Name(lat, -122.085)
+	}
+}
+
+// BenchmarkResolveStoredZone is the per-lookup cost when the database carries the zone
+// name (BINs made by geoip convert): the zone's rules from a map and the offset now.
+func BenchmarkResolveStoredZone(b *testing.B) {
+	rec := lookup.Record{TimeZone: "America/Los_Angeles", Latitude: 37.422, Longitude: -122.085, HasLocation: true}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec = finder.Resolve(rec, now)
 	}
 }
