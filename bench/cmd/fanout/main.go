@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -195,7 +194,7 @@ func run(args []string, stdout io.Writer) error {
 			row[i] = figures(res, res.Hist)
 			rep.Targets[i].Rounds = append(rep.Targets[i].Rounds, res)
 			hists[i].Merge(res.Hist)
-			sleepCtx(ctx, *pause)
+			compare.Pause(ctx, *pause)
 		}
 		table.Rounds = append(table.Rounds, row)
 	}
@@ -217,7 +216,7 @@ func run(args []string, stdout io.Writer) error {
 	for _, tr := range rep.Targets {
 		printKinds(text, tr.Name, tr.Rounds)
 	}
-	if err := writeJSON(*jsonOut, stdout, rep); err != nil {
+	if err := compare.WriteJSON(*jsonOut, stdout, rep); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -302,32 +301,4 @@ func sum(m map[string]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-func writeJSON(path string, stdout io.Writer, v any) error {
-	if path == "" {
-		return nil
-	}
-	w := stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("create JSON report: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write JSON report: %w", err)
-	}
-	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -123,7 +122,7 @@ func run(args []string, stdout io.Writer) error {
 				return fmt.Errorf("warm up %s: %w", ts[i].Name, err)
 			}
 			rep.Targets[i].Warmup = res
-			sleep(ctx, *pause)
+			compare.Pause(ctx, *pause)
 		}
 	}
 	table := compare.Table{
@@ -159,7 +158,7 @@ func run(args []string, stdout io.Writer) error {
 				tot.Errors[k] += v
 			}
 			totals[i].Merge(res.Hist)
-			sleep(ctx, *pause)
+			compare.Pause(ctx, *pause)
 		}
 		table.Rounds = append(table.Rounds, row)
 	}
@@ -188,7 +187,7 @@ func run(args []string, stdout io.Writer) error {
 			fmt.Fprintln(text)
 		}
 	}
-	if err := writeJSON(*jsonOut, stdout, rep); err != nil {
+	if err := compare.WriteJSON(*jsonOut, stdout, rep); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -210,32 +209,4 @@ func figures(r *httpload.Result) map[string]float64 {
 		m["bytes/req"] = float64(r.BodyBytes / r.OK)
 	}
 	return m
-}
-
-func writeJSON(path string, stdout io.Writer, v any) error {
-	if path == "" {
-		return nil
-	}
-	w := stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("create JSON report: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write JSON report: %w", err)
-	}
-	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
