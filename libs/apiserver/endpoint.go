@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,6 +111,7 @@ type endpoint[A, In, Out any] struct {
 	h       Handler[A, In, Out]
 	in      *binder
 	out     *schema.Node
+	enc     *schema.Encoder // validates and encodes results in one pass
 	noBody  bool
 	limit   int64
 	checkIO bool
@@ -169,6 +171,7 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 		if ep.out, err = s.schemas.Type(outType); err != nil {
 			return nil, fmt.Errorf("response type %s: %w", outType, err)
 		}
+		ep.enc = schema.NewEncoder(outType, ep.out)
 	}
 	if ep.op.Status == 0 {
 		ep.op.Status = http.StatusOK
@@ -291,49 +294,79 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
 		c.Writer.WriteHeaderNow()
 		return
 	}
-	if ep.checkIO && ep.out != nil {
-		var errs schema.Errors
-		ep.out.CheckValue(reflect.ValueOf(&out).Elem(), "response", &errs)
-		if len(errs) > 0 {
-			e := &Error{Status: http.StatusInternalServerError, Message: "Response validation failed", Cause: fmt.Errorf("handler result does not match %s: %v", ep.out.Type(), errs)}
-			if !ep.s.set.production {
-				e.Details = errs
-			}
-			ep.s.abortWithError(c, e)
-			return
-		}
+	var errs schema.Errors
+	check := &errs
+	if !ep.checkIO {
+		check = nil
 	}
-	body, err := json.Marshal(out)
+	buf := schema.GetBuffer()
+	defer schema.PutBuffer(buf)
+	// The value itself, not a pointer to it: what json.Marshal(out) would
+	// see, so the same MarshalJSON methods run.
+	body, err := ep.enc.Append(*buf, reflect.ValueOf(out), "response", check)
+	*buf = body[:0] // keep what the buffer grew to
+	if len(errs) > 0 {
+		e := &Error{Status: http.StatusInternalServerError, Message: "Response validation failed", Cause: fmt.Errorf("handler result does not match %s: %v", ep.out.Type(), errs)}
+		if !ep.s.set.production {
+			e.Details = errs
+		}
+		ep.s.abortWithError(c, e)
+		return
+	}
 	if err != nil {
 		ep.s.abortWithError(c, fmt.Errorf("encode response: %w", err))
 		return
 	}
-	c.Data(ep.op.Status, "application/json; charset=utf-8", body)
+	respondJSON(c, ep.op.Status, body)
+}
+
+// jsonContentType is shared by every response, as gin's renderers share
+// theirs: Header.Set and Add replace or copy it, never write into it.
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+// unbufferedBody is the size from which net/http no longer holds a whole
+// body before sending headers (its 2 KiB chunking buffer), so it would
+// answer with chunked encoding unless Content-Length is set. Below it,
+// net/http sets Content-Length itself, for less than the header costs here.
+const unbufferedBody = 2048
+
+// respondJSON answers with an encoded body; gin's c.Data would allocate the
+// Content-Type value and format a Content-Length on every call.
+func respondJSON(c *gin.Context, status int, body []byte) {
+	h := c.Writer.Header()
+	h["Content-Type"] = jsonContentType
+	if len(body) >= unbufferedBody {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	c.Status(status)
+	_, _ = c.Writer.Write(body)
 }
 
 // bind fills the input struct from the request, collecting every problem.
 func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 	var errs schema.Errors
-	var query map[string][]string
+	var query queryValues
+	scanned := false
 	for i := range b.params {
 		p := &b.params[i]
-		var raw []string
+		var raw textValues
 		switch p.in {
 		case "path":
 			if val := c.Param(p.name); val != "" {
-				raw = []string{val}
+				raw = textValues{n: 1, one: val}
 			}
 		case "query":
-			if query == nil {
-				query = c.Request.URL.Query()
+			if !scanned {
+				query.scan(b, c.Request.URL.RawQuery)
+				scanned = true
 			}
-			raw = query[p.name]
+			raw = *query.slot(i)
 		case "header":
-			raw = c.Request.Header.Values(p.name)
+			raw = textOf(c.Request.Header.Values(p.name))
 		}
 		field := v.FieldByIndex(p.index)
 		name := p.fullName
-		if len(raw) == 0 {
+		if raw.n == 0 {
 			switch {
 			case p.required:
 				errs = append(errs, FieldError{Field: name, Message: "is required"})
@@ -342,13 +375,13 @@ func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 			}
 			continue
 		}
-		if !p.list && len(raw) > 1 {
+		if !p.list && raw.n > 1 {
 			errs = append(errs, FieldError{Field: name, Message: "must be given once"})
 			continue
 		}
 		ok := true
-		for _, text := range raw {
-			if err := p.node.SetText(field, text); err != nil {
+		for k := range raw.n {
+			if err := p.node.SetText(field, raw.at(k)); err != nil {
 				errs = append(errs, FieldError{Field: name, Message: err.Error()})
 				ok = false
 				break

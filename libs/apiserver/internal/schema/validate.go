@@ -32,9 +32,11 @@ func (e *Errors) add(path, format string, args ...any) {
 // walker carries the current location as segments and renders it only
 // when a violation is found: building "body.items[3].name" for every value
 // that is fine would dominate the cost of checking a large response.
+// Walkers are pooled, and collect findings in their own slice, so that the
+// caller's Errors stays on its stack.
 type walker struct {
-	errs *Errors
-	segs []seg
+	found Errors
+	segs  []seg
 }
 
 type seg struct {
@@ -42,12 +44,26 @@ type seg struct {
 	index int // used when name == ""
 }
 
-func newWalker(root string, errs *Errors) *walker {
-	w := &walker{errs: errs, segs: make([]seg, 0, 8)}
+var walkers = sync.Pool{New: func() any { return &walker{segs: make([]seg, 0, 8)} }}
+
+// getWalker returns a pooled walker at root; release gives it back.
+func getWalker(root string) *walker {
+	w := walkers.Get().(*walker)
+	w.segs = w.segs[:0]
 	if root != "" {
 		w.segs = append(w.segs, seg{name: root})
 	}
 	return w
+}
+
+// release appends the findings to errs (when not nil) and pools w.
+func (w *walker) release(errs *Errors) {
+	if errs != nil {
+		*errs = append(*errs, w.found...)
+	}
+	clear(w.found)
+	w.found = w.found[:0]
+	walkers.Put(w)
 }
 
 func (w *walker) push(name string) { w.segs = append(w.segs, seg{name: name}) }
@@ -71,7 +87,7 @@ func (w *walker) path() string {
 	return b.String()
 }
 
-func (w *walker) add(format string, args ...any) { w.errs.add(w.path(), format, args...) }
+func (w *walker) add(format string, args ...any) { w.found.add(w.path(), format, args...) }
 
 // ParseText coerces one text value (a query or path parameter, a tag
 // default) to the node's Go type. Lists take one element per call.
@@ -173,14 +189,10 @@ func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) {
 	if n.trivial() {
 		return
 	}
-	w := walkers.Get().(*walker)
-	w.errs, w.segs = errs, append(w.segs[:0], seg{name: path})
+	w := getWalker(path)
 	n.checkValue(v, w)
-	w.errs = nil
-	walkers.Put(w)
+	w.release(errs)
 }
-
-var walkers = sync.Pool{New: func() any { return &walker{segs: make([]seg, 0, 8)} }}
 
 func (n *Node) checkValue(v reflect.Value, w *walker) {
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
@@ -279,7 +291,9 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 // CheckJSON validates a value decoded by encoding/json with UseNumber
 // (maps, slices, json.Number, string, bool, nil) against the node.
 func (n *Node) CheckJSON(v any, path string, errs *Errors) {
-	n.checkJSON(v, newWalker(path, errs))
+	w := getWalker(path)
+	n.checkJSON(v, w)
+	w.release(errs)
 }
 
 func (n *Node) checkJSON(v any, w *walker) {
