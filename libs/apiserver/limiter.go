@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -117,7 +118,7 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		}
 		h := c.Writer.Header()
 		// Canonical keys set directly: this runs on every limited request.
-		vals := []string{limitHeader, strconv.Itoa(max(res.Remaining, 0)), strconv.Itoa(ceilSeconds(res.ResetAfter))}
+		vals := limitValues(limitHeader, max(res.Remaining, 0), ceilSeconds(res.ResetAfter))
 		h["Ratelimit-Limit"] = vals[0:1:1]
 		h["Ratelimit-Remaining"] = vals[1:2:2]
 		h["Ratelimit-Reset"] = vals[2:3:3]
@@ -133,6 +134,21 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		}
 		c.Next()
 	}
+}
+
+// limitValues returns the three RateLimit-* header values in one
+// allocation: the slice and the digits of the two numbers together.
+func limitValues(limit string, remaining, reset int) []string {
+	g := new(struct {
+		vals [3]string
+		buf  [40]byte
+	})
+	b := strconv.AppendInt(g.buf[:0], int64(remaining), 10)
+	n := len(b)
+	b = strconv.AppendInt(b, int64(reset), 10)
+	// b is never written again; if it outgrew buf, it points to its own copy.
+	g.vals = [3]string{limit, unsafe.String(unsafe.SliceData(b), n), unsafe.String(&b[n], len(b)-n)}
+	return g.vals[:]
 }
 
 func ceilSeconds(d time.Duration) int {

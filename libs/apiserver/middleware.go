@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 )
@@ -53,6 +54,20 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b)
 }
 
+// newRequestID returns a header value holding a fresh id. The value, the
+// id's bytes and the string are one allocation: this runs on every request.
+func newRequestID() []string {
+	g := new(struct {
+		val [1]string
+		buf [32]byte // 12 hex digits, '-', at most 13 base-36 digits
+	})
+	b := append(g.buf[:0], idPrefix...)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, idCounter.Add(1), 36)
+	g.val[0] = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	return g.val[:]
+}
+
 func saneRequestID(id string) bool {
 	if len(id) == 0 || len(id) > 128 {
 		return false
@@ -75,8 +90,8 @@ func (s *Server[A]) observe(c *gin.Context) {
 		id = v[0]
 		c.Writer.Header()["X-Request-Id"] = v
 	} else {
-		id = idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36)
-		v := []string{id}
+		v := newRequestID()
+		id = v[0]
 		c.Request.Header["X-Request-Id"] = v
 		c.Writer.Header()["X-Request-Id"] = v
 	}
