@@ -13,7 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/apistack/platform/libs/apiserver/jsontext"
 )
 
 // Encoder writes a value as JSON, byte for byte what encoding/json.Marshal
@@ -330,7 +331,7 @@ func (s *encState) encode(b []byte, e *encNode, v reflect.Value) []byte {
 		if check {
 			e.node.checkString(v.String(), s.w)
 		}
-		return appendString(b, v.String())
+		return jsontext.AppendString(b, v.String(), true)
 	case opBool:
 		return strconv.AppendBool(b, v.Bool())
 	case opInt:
@@ -475,7 +476,7 @@ func (s *encState) mapping(b []byte, e *encNode, v reflect.Value) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = jsontext.AppendString(b, k, true)
 		b = append(b, ':')
 		kv.SetString(k)
 		b = s.encode(b, e.elem, v.MapIndex(kv))
@@ -530,71 +531,6 @@ func (s *encState) delegate(b []byte, e *encNode, v reflect.Value) []byte {
 		return b
 	}
 	return append(b, out...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// safeASCII marks the bytes encoding/json writes as they are (with HTML
-// escaping on, as json.Marshal has it).
-var safeASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString is encoding/json's appendString with escapeHTML on.
-func appendString(dst []byte, src string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(src); {
-		if b := src[i]; b < utf8.RuneSelf {
-			if safeASCII[b] {
-				i++
-				continue
-			}
-			dst = append(dst, src[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				// Other control characters and <, >, & (HTML-safe output).
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(src[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 end lines in JavaScript: encoding/json escapes them.
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, src[start:]...)
-	return append(dst, '"')
 }
 
 // bufs recycles encoding buffers; one larger than maxPooled is dropped so a

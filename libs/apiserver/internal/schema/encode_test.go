@@ -299,18 +299,6 @@ func TestEncoderAppendsToDst(t *testing.T) {
 	}
 }
 
-func FuzzEncoderString(f *testing.F) {
-	for _, s := range []string{"", "plain", "<&>", "\"\\", "\x00\x1f\x7f", "é\u2028\u2029", "\xff\xfe", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("%q: got %s, want %s", s, got, want)
-		}
-	})
-}
-
 func FuzzEncoderFloat(f *testing.F) {
 	for _, x := range []float64{0, 1, -1, 1e-6, 1e-7, 1e20, 1e21, 0.1, math.MaxFloat64} {
 		f.Add(x)

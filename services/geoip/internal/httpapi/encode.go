@@ -6,7 +6,8 @@ import (
 	"encoding/xml"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/apistack/platform/libs/apiserver/jsontext"
 )
 
 // field is one key of the answer, in ipapi.co's order; every format walks this list, so
@@ -68,7 +69,7 @@ func (f *field) text(l *Location) string {
 func formatCoord(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // appendJSON encodes l as encoding/json would (same keys, order and escaping, minus HTML
-// escaping), without reflection: this runs on every uncached request.
+// escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on every uncached request.
 func appendJSON(b []byte, l *Location) []byte {
 	b = append(b, '{')
 	first := true
@@ -86,7 +87,7 @@ func appendJSON(b []byte, l *Location) []byte {
 		b = append(b, '"', ':')
 		switch f.kind {
 		case 's':
-			b = appendJSONString(b, f.str(l))
+			b = jsontext.AppendString(b, f.str(l), false)
 		case 'n':
 			b = strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
 		case 'b':
@@ -94,60 +95,6 @@ func appendJSON(b []byte, l *Location) []byte {
 		}
 	}
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string; invalid UTF-8 becomes U+FFFD, as
-// encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			// Valid JSON but not valid JavaScript before ES2019: JSONP bodies must not
-			// carry them raw.
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // appendJSONP wraps the JSON body in a call to callback, already checked to be an
@@ -216,7 +163,7 @@ func appendYAML(b []byte, l *Location) []byte {
 		b = append(b, ':', ' ')
 		switch f.kind {
 		case 's':
-			b = appendJSONString(b, f.str(l))
+			b = jsontext.AppendString(b, f.str(l), false)
 		case 'n':
 			b = strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
 		case 'b':

@@ -53,28 +53,6 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range awkward {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatalf("%q encodes to invalid JSON %q: %v", s, b, err)
-		}
-		want := strings.ToValidUTF8(s, "\uFFFD")
-		if !utf8.ValidString(s) {
-			// encoding/json replaces each invalid byte; ToValidUTF8 a run of them.
-			std, _ := json.Marshal(s)
-			_ = json.Unmarshal(std, &want)
-		}
-		if got != want {
-			t.Fatalf("round trip of %q gave %q, want %q", s, got, want)
-		}
-	})
-}
-
 func TestYAMLReadsBackUnchanged(t *testing.T) {
 	for _, s := range awkward {
 		if !utf8.ValidString(s) {
