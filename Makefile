@@ -19,8 +19,10 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 	cd libs/apiserver && $(GO) build -trimpath -o ../../$(BIN)/items-example ./examples/items
 
 .PHONY: test
-test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server)
+test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's memory test without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
+	@echo "== services/geoip resident memory (skipped under -race)"
+	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
 
 .PHONY: test-short
 test-short: ## Fast unit tests only (no race detector, -short)

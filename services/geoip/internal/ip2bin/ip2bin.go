@@ -22,13 +22,20 @@ import (
 
 // libMu guards ip2location-go's package-level variables (the IPv6 range bounds), which
 // every open rewrites and every IPv6 lookup reads. Opening holds it exclusively for the
-// few microseconds the 64-byte header read takes; lookups share it.
+// few microseconds the 64-byte header read takes; lookups share it. It also orders Close
+// (exclusive) against lookups, so no lookup reads memory Close has unmapped.
 var libMu sync.RWMutex
+
+// ErrClosed is returned by lookups on a closed DB.
+var ErrClosed = errors.New("bin database closed")
 
 // DB is an open BIN file.
 type DB struct {
 	db   *ip2location.DB
 	info lookup.Info
+	// release frees memory that Load mapped; closed (under libMu) refuses lookups after.
+	release func() error
+	closed  bool
 	// extras is false for the location-only types (DB1, 3, 5, 9, 11), whose other fields
 	// are all "unavailable": no need to look at them on every lookup.
 	extras bool
@@ -36,13 +43,20 @@ type DB struct {
 
 var _ lookup.DB = (*DB)(nil)
 
-// Load reads the whole file into memory and opens it.
+// Load reads the whole file into memory, outside the Go heap (see readOffHeap), and
+// opens it.
 func Load(path string) (*DB, error) {
-	data, err := os.ReadFile(path)
+	data, release, err := readOffHeap(path)
 	if err != nil {
 		return nil, fmt.Errorf("read bin: %w", err)
 	}
-	return OpenBytes(data, path)
+	db, err := OpenBytes(data, path)
+	if err != nil {
+		_ = release()
+		return nil, err
+	}
+	db.release = release
+	return db, nil
 }
 
 // OpenBytes opens a BIN held in memory; data must not be modified afterwards. source
@@ -106,9 +120,19 @@ func open(r ip2location.DBReader, h header, source string, size int64, sum strin
 // Info describes the file.
 func (d *DB) Info() lookup.Info { return d.info }
 
-// Close releases the file (a no-op for in-memory files beyond dropping the reference).
+// Close releases the file or the memory Load mapped. Lookups after it fail with
+// ErrClosed; it waits for those in flight.
 func (d *DB) Close() error {
+	libMu.Lock()
+	defer libMu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
 	d.db.Close()
+	if d.release != nil {
+		return d.release()
+	}
 	return nil
 }
 
@@ -137,6 +161,9 @@ func (d *DB) Lookup(addr netip.Addr) (rec lookup.Record, err error) {
 func (d *DB) getAll(ip string) (ip2location.IP2Locationrecord, error) {
 	libMu.RLock()
 	defer libMu.RUnlock()
+	if d.closed {
+		return ip2location.IP2Locationrecord{}, ErrClosed
+	}
 	return d.db.Get_all(ip)
 }
 

@@ -2,10 +2,13 @@ package ip2bin_test
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,4 +266,54 @@ func TestOpeningWhileLookingUpIsRaceFree(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestLoadedFileClosesWhileLookingUp loads a file off the heap and closes it under
+// concurrent lookups: each lookup answers or fails with ErrClosed, and none reads the
+// memory Close unmapped (which would crash the test binary).
+func TestLoadedFileClosesWhileLookingUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.BIN")
+	if err := os.WriteFile(path, fixture(t, binwriter.Options{}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		db, err := ip2bin.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var answered, refused atomic.Int64
+		for range 4 {
+			wg.Go(func() {
+				for {
+					rec, err := db.Lookup(netip.MustParseAddr("8.8.8.8"))
+					switch {
+					case errors.Is(err, ip2bin.ErrClosed):
+						refused.Add(1)
+						return
+					case err != nil:
+						t.Error(err)
+						return
+					case !equal(rec, want(mountainView)):
+						t.Errorf("8.8.8.8 = %+v", rec)
+						return
+					}
+					answered.Add(1)
+				}
+			})
+		}
+		for answered.Load() == 0 {
+			runtime.Gosched()
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if refused.Load() != 4 {
+			t.Fatalf("%d of 4 lookers saw ErrClosed", refused.Load())
+		}
+		if err := db.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	}
 }
