@@ -71,6 +71,13 @@ type TailOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 	// OnError sees each error that Tail retries (for logs and metrics).
 	OnError func(error)
+	// Coalesce is a pause after each batch shorter than Limit before the
+	// next read (default 0: none), so that events appended meanwhile come
+	// back as one batch. A channel's first event after a quiet spell is
+	// read at once; only events following it within Coalesce wait, at most
+	// that long. A full batch means more is waiting: the next read follows
+	// at once, so the pause never caps throughput.
+	Coalesce time.Duration
 }
 
 // Tail calls fn with every event of channel after `after`, in channel
@@ -112,12 +119,8 @@ func Tail(ctx context.Context, log EventLog, channel string, after Cursor, fn fu
 			if opts.OnError != nil {
 				opts.OnError(err)
 			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
+			if err := pause(ctx, backoff); err != nil {
+				return err
 			}
 			backoff = min(backoff*2, opts.MaxBackoff)
 			continue
@@ -130,5 +133,22 @@ func Tail(ctx context.Context, log EventLog, channel string, after Cursor, fn fu
 			return err
 		}
 		after = evs[len(evs)-1].Cursor
+		if opts.Coalesce > 0 && len(evs) < opts.Limit {
+			if err := pause(ctx, opts.Coalesce); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// pause waits d or until ctx ends (then it returns ctx.Err()).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

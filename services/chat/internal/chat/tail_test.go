@@ -127,3 +127,88 @@ func TestRedisTailSurvivesRestart(t *testing.T) {
 		t.Fatalf("stop = %v", err)
 	}
 }
+
+// tailBatches runs chat.Tail with opts and returns the batches it hands over.
+func tailBatches(t *testing.T, log chat.EventLog, opts chat.TailOptions) <-chan []chat.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan []chat.Event, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = chat.Tail(ctx, log, "general", chat.Cursor{}, func(evs []chat.Event) error {
+			out <- evs
+			return nil
+		}, opts)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return out
+}
+
+func nextBatch(t *testing.T, batches <-chan []chat.Event) []chat.Event {
+	t.Helper()
+	select {
+	case b := <-batches:
+		return b
+	case <-time.After(20 * time.Second):
+		t.Fatal("no batch in time")
+		return nil
+	}
+}
+
+// wantBatch checks that batch holds messages from..to, in order.
+func wantBatch(t *testing.T, batch []chat.Event, from, to int) {
+	t.Helper()
+	if len(batch) != to-from+1 {
+		t.Fatalf("batch of %d events, want m%d..m%d", len(batch), from, to)
+	}
+	for i, ev := range batch {
+		if ev.Cursor.ID != int64(from+i) || ev.Message.Text != fmt.Sprint("m", from+i) {
+			t.Fatalf("batch[%d] = %+v, want m%d", i, ev, from+i)
+		}
+	}
+}
+
+// TestTailCoalescesEventsOfOneWindow: the first event after a quiet spell
+// is handed over at once, alone; those appended during the pause that
+// follows come back together, in order, each once.
+func TestTailCoalescesEventsOfOneWindow(t *testing.T) {
+	en := newEnv(t, memoryEngine(), 1000, true)
+	v := en.users[chat.RoleViewer]
+	const window = time.Second
+	batches := tailBatches(t, en.svc.Events(), chat.TailOptions{Block: 100 * time.Millisecond, Coalesce: window})
+	time.Sleep(50 * time.Millisecond) // the tail is blocked on an empty log
+	start := time.Now()
+	en.send(v, "m1")
+	wantBatch(t, nextBatch(t, batches), 1, 1)
+	if d := time.Since(start); d >= window {
+		t.Errorf("a lone event waited %s: the window must not delay it", d)
+	}
+	for i := 2; i <= 6; i++ {
+		en.send(v, fmt.Sprint("m", i))
+	}
+	wantBatch(t, nextBatch(t, batches), 2, 6)
+	select {
+	case b := <-batches:
+		t.Fatalf("extra batch %+v", b)
+	case <-time.After(window + window/2):
+	}
+}
+
+// TestTailReadsOnAfterAFullBatch: a full batch means more is waiting, so
+// the pause does not apply and a backlog drains at read speed.
+func TestTailReadsOnAfterAFullBatch(t *testing.T) {
+	en := newEnv(t, memoryEngine(), 1000, true)
+	v := en.users[chat.RoleViewer]
+	for i := 1; i <= 7; i++ {
+		en.send(v, fmt.Sprint("m", i))
+	}
+	start := time.Now()
+	batches := tailBatches(t, en.svc.Events(), chat.TailOptions{Limit: 3, Coalesce: time.Minute})
+	wantBatch(t, nextBatch(t, batches), 1, 3)
+	wantBatch(t, nextBatch(t, batches), 4, 6)
+	wantBatch(t, nextBatch(t, batches), 7, 7)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("backlog took %s: full batches must not pause", d)
+	}
+}

@@ -8,8 +8,11 @@
 // the channel's order, once; a Redis outage only pauses the reader, which
 // resumes from the same cursor. Each event is encoded once and the same bytes
 // are queued on every subscriber; a subscriber that is behind gets up to 16
-// events in one frame. A subscriber whose queue overflows is closed (4008)
-// and recovers with since=, never slowing the others.
+// events in one frame. After each batch the reader waits DefaultCoalesce
+// before reading again, so a busy channel's events go out a window's worth
+// at a time, one frame and one write per subscriber. A subscriber whose
+// queue overflows is closed (4008) and recovers with since=, never slowing
+// the others.
 package realtime
 
 // Protocol documents the WebSocket protocol; /docs shows it on the

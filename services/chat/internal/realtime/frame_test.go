@@ -97,3 +97,36 @@ func TestQueueOverflowRefusesThePush(t *testing.T) {
 		t.Fatal("an overflowing connection is not marked closing")
 	}
 }
+
+// TestFanoutSharesOneFrameForABatch: the events of one read are encoded
+// once, into one frame of up to Batch events, and every subscriber's
+// queue holds that very frame; a subscriber that keeps up writes its bytes
+// as they are, without a copy.
+func TestFanoutSharesOneFrameForABatch(t *testing.T) {
+	h := &Hub{opts: Options{QueueSize: 100, Batch: 16}, metrics: newMetrics()}
+	r := &room{hub: h, subs: map[*conn]struct{}{}}
+	a, b := testConn(100, 16), testConn(100, 16)
+	a.hub, b.hub = h, h
+	r.subs[a], r.subs[b] = struct{}{}, struct{}{}
+	if err := r.fanout(events(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.queue) != 1 || len(b.queue) != 1 || a.queue[0] != b.queue[0] {
+		t.Fatalf("queues %v and %v: want the same single frame", a.queue, b.queue)
+	}
+	shared := a.queue[0].data
+	for _, c := range []*conn{a, b} {
+		data, n, buf := c.next()
+		if n != 5 || buf != nil || &data[0] != &shared[0] {
+			t.Fatalf("wrote %d events (pooled copy %v); want the shared frame of 5", n, buf != nil)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if !strings.Contains(line, `"cursor":"`+chat.Cursor{ID: int64(i + 1)}.String()+`"`) {
+				t.Fatalf("line %d = %q", i, line)
+			}
+		}
+	}
+	if r.pos != (chat.Cursor{ID: 5}) {
+		t.Fatalf("room position %v, want 5", r.pos)
+	}
+}

@@ -23,6 +23,15 @@ type Sender interface {
 	Send(ctx context.Context, actor chat.User, in chat.SendInput) (chat.SendResult, error)
 }
 
+// DefaultCoalesce is how long a channel's reader waits after fanning out
+// a batch before it reads again, unless Options.Tail.Coalesce says
+// otherwise. Events appended meanwhile go out together: one frame, encoded
+// once, one write per subscriber, where each event alone would cost every
+// socket a write of its own (at 1,000 subscribers the writes are most of
+// a replica's CPU). An event that finds its channel quiet goes out at once;
+// one that follows another within the window waits at most this long.
+const DefaultCoalesce = 25 * time.Millisecond
+
 // Options tune a Hub; zero values take the defaults in brackets.
 type Options struct {
 	// Sender sends messages (svc). Pass the HTTP API's sender so both
@@ -65,7 +74,8 @@ type Options struct {
 	// PresenceInterval is how often each replica refreshes its presence
 	// counts (5 s); changes are reported within PresenceDebounce (200 ms).
 	PresenceInterval, PresenceDebounce time.Duration
-	// Tail tunes the per-channel log readers (chat.Tail's defaults).
+	// Tail tunes the per-channel log readers (chat.Tail's defaults, but
+	// Tail.Coalesce: DefaultCoalesce; negative for none).
 	Tail chat.TailOptions
 	// KeyPrefix starts the Redis presence keys ("chat:").
 	KeyPrefix string
@@ -77,6 +87,9 @@ func (o *Options) fill() error {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 16
+	}
+	if o.Tail.Coalesce == 0 {
+		o.Tail.Coalesce = DefaultCoalesce
 	}
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = 4096

@@ -601,3 +601,52 @@ func TestReaderThatLosesItsPlaceResyncsSubscribers(t *testing.T) {
 		t.Fatalf("hello %+v after a reset, want recovered false", h)
 	}
 }
+
+// TestCoalescedBurstAcrossReplicas: messages sent through both replicas a
+// few milliseconds apart reach every subscriber on either replica in a few
+// multi-event frames (one per coalescing window), yet each once and in id
+// order.
+func TestCoalescedBurstAcrossReplicas(t *testing.T) {
+	rs := redisServer(t)
+	a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL(), publicRead: true,
+		opts: realtime.Options{Tail: chat.TailOptions{Coalesce: 300 * time.Millisecond}}})
+	var subs []*client
+	for i := 0; i < 4; i++ {
+		r := []*replica{a, b}[i%2]
+		c := dial(t, r.base, "channel=burst", nil)
+		c.hello()
+		subs = append(subs, c)
+	}
+	before := make([]int64, len(subs))
+	for i, c := range subs {
+		before[i] = c.frames.Load()
+	}
+	// Spaced out, so each read would find one event without the window.
+	const total = 40
+	for i := 0; i < total; i++ {
+		r := []*replica{a, b}[i%2]
+		if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "burst", Message: fmt.Sprint("b", i)}); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for n, c := range subs {
+		for i, m := range c.messages(total) {
+			if m.ID != int64(i+1) {
+				t.Fatalf("subscriber %d: message %d has id %d; want ids 1..%d in order", n, i, m.ID, total)
+			}
+		}
+		// Presence frames may be among them: the bound leaves room.
+		if frames := c.frames.Load() - before[n]; frames > total/4 {
+			t.Errorf("subscriber %d: %d frames for %d messages; want them coalesced", n, frames, total)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	for n, c := range subs {
+		select {
+		case e := <-c.events:
+			t.Fatalf("subscriber %d: extra event %+v", n, e)
+		default:
+		}
+	}
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# chat-saturation.sh: issue 7's fan-out comparison in one run. Builds chat, fanout and
+# wsfloor, starts a redis-server of its own (AOF with appendfsync always, as in
+# docker-compose.yml), two chat replicas on it and the floor on loopback, runs fanout
+# against the floor and the two replicas in interleaved rounds, and stops everything it
+# started (by PID) on exit.
+#
+#   bench/scripts/chat-saturation.sh [fanout flags...]
+#
+# The default flags are the saturation run:
+#   -subs 1000 -saturate -inflight 16 -d 10s -rounds 4 -alternate
+# the latency run is
+#   bench/scripts/chat-saturation.sh -subs 1000 -rate 100 -d 10s -rounds 4 -alternate
+#
+# Environment:
+#   CHAT_BIN           use this chat binary instead of building ./services/chat/cmd/chat
+#   CHAT_BASELINE_BIN  also start two replicas of this binary (on their own Redis database,
+#                      so neither pair's readers see the other's traffic) and measure them
+#                      as target "base": a before/after comparison in the same rounds
+#   CHAT_PPROF         with a profiling build (go build -tags pprof), serve each replica's
+#                      pprof on 127.0.0.1:<its port + 1000>
+#   REDIS_PORT (16379), CHAT_PORTS ("18081 18082"), BASE_PORTS ("18083 18084"),
+#   FLOOR_PORT (18091)
+# Needs redis-server (apt-get install redis-server); the system service is not used.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+redis_port=${REDIS_PORT:-16379}
+read -r -a chat_ports <<<"${CHAT_PORTS:-18081 18082}"
+read -r -a base_ports <<<"${BASE_PORTS:-18083 18084}"
+floor_port=${FLOOR_PORT:-18091}
+admin_token=bench-admin-token-0123456789
+args=("$@")
+if [[ ${#args[@]} -eq 0 ]]; then
+	args=(-subs 1000 -saturate -inflight 16 -d 10s -rounds 4 -alternate)
+fi
+
+if ! command -v redis-server >/dev/null; then
+	echo "chat-saturation.sh: redis-server not found (apt-get install -y redis-server)" >&2
+	exit 1
+fi
+
+# Something already listening would answer in place of the servers started here.
+ports=("$redis_port" "$floor_port" "${chat_ports[@]}")
+if [[ -n ${CHAT_BASELINE_BIN:-} ]]; then
+	ports+=("${base_ports[@]}")
+fi
+for port in "${ports[@]}"; do
+	if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		echo "chat-saturation.sh: port $port is in use" >&2
+		exit 1
+	fi
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	# Newest first: the replicas stop before the Redis they use.
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+chat_bin=${CHAT_BIN:-}
+if [[ -z $chat_bin ]]; then
+	chat_bin=$work/chat
+	(cd "$root/services/chat" && go build -o "$chat_bin" ./cmd/chat)
+fi
+(cd "$root/bench" && go build -o "$work/" ./cmd/fanout ./cmd/wsfloor)
+
+mkdir "$work/redis"
+redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
+	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
+pids+=($!)
+
+# start_replica BINARY PORT DB: one chat replica on the bench Redis, access logs off,
+# loopback exempt from the per-client limit, no per-user send limit.
+start_replica() {
+	local pprof=
+	if [[ -n ${CHAT_PPROF:-} ]]; then
+		pprof=127.0.0.1:$(($2 + 1000))
+	fi
+	CHAT_PPROF_ADDR=$pprof PORT=$2 REDIS_URL=redis://127.0.0.1:$redis_port/$3 CHAT_ADMIN_TOKEN=$admin_token \
+		RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off LOG_LEVEL=warn "$1" &
+	pids+=($!)
+}
+
+wait_ready() {
+	for _ in $(seq 1 300); do
+		if curl -fs -o /dev/null "$1"; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "chat-saturation.sh: $1 did not answer" >&2
+	exit 1
+}
+
+for _ in $(seq 1 100); do
+	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+		break
+	fi
+	sleep 0.1
+done
+
+targets=(-target "floor=http://127.0.0.1:$floor_port")
+"$work/wsfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
+pids+=($!)
+wait_ready "http://127.0.0.1:$floor_port/stats"
+
+urls=()
+for port in "${chat_ports[@]}"; do
+	start_replica "$chat_bin" "$port" 0
+	wait_ready "http://127.0.0.1:$port/readyz"
+	urls+=("http://127.0.0.1:$port")
+done
+if [[ -n ${CHAT_BASELINE_BIN:-} ]]; then
+	base_urls=()
+	for port in "${base_ports[@]}"; do
+		start_replica "$CHAT_BASELINE_BIN" "$port" 1
+		wait_ready "http://127.0.0.1:$port/readyz"
+		base_urls+=("http://127.0.0.1:$port")
+	done
+	targets+=(-target "base=$(
+		IFS=,
+		echo "${base_urls[*]}"
+	)")
+fi
+targets+=(-target "redis=$(
+	IFS=,
+	echo "${urls[*]}"
+)")
+
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), load before:$(uptime | sed 's/.*load average://')"
+# In the background, so that a signal to this script stops the run at once (bash runs
+# traps only between commands) and the cleanup stops fanout too.
+BENCH_TOKEN=$admin_token "$work/fanout" "${targets[@]}" "${args[@]}" &
+pids+=($!)
+wait "$!"
+echo "# $(date -u +%FT%TZ) load after:$(uptime | sed 's/.*load average://')"
