@@ -1,12 +1,15 @@
 package apiserver_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -137,6 +140,51 @@ func BenchmarkItems(b *testing.B) {
 	}
 }
 
+// BenchmarkItemsInterleaved runs the same requests as BenchmarkItems on one
+// goroutine, alternating between the handlers every 200 requests, and
+// reports each one's time per request and the library's throughput relative
+// to plain gin (x-plain metrics). On a shared machine whose speed drifts
+// from second to second, sequential sub-benchmarks compare different
+// machines; alternating keeps every handler under the same conditions.
+func BenchmarkItemsInterleaved(b *testing.B) {
+	cases := []struct {
+		name string
+		h    http.Handler
+		took time.Duration
+	}{
+		{name: "plain-gin", h: plainGin()},
+		{name: "library-bare", h: librarySrv(b, "warn", false, apiserver.NoRateLimit)},
+		{name: "library", h: librarySrv(b, "warn", true, nil)},
+	}
+	req := httptest.NewRequest("GET", "/items?limit=10&offset=0", nil)
+	req.RemoteAddr = "192.0.2.1:1234"
+	const slice = 200
+	b.ReportAllocs()
+	n := 0
+	for n < b.N {
+		for i := range cases {
+			c := &cases[i]
+			start := time.Now()
+			for range slice {
+				delete(req.Header, "X-Request-Id")
+				rec := httptest.NewRecorder()
+				c.h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("%s: status %d: %s", c.name, rec.Code, rec.Body)
+				}
+			}
+			c.took += time.Since(start)
+		}
+		n += slice
+	}
+	for _, c := range cases {
+		b.ReportMetric(float64(c.took.Nanoseconds())/float64(n), c.name+"-ns/req")
+	}
+	for _, c := range cases[1:] {
+		b.ReportMetric(float64(cases[0].took)/float64(c.took), c.name+"-x-plain")
+	}
+}
+
 // BenchmarkItemsHTTP is the same comparison over real HTTP on loopback
 // with keep-alive connections: the throughput a client sees, where the
 // server's own overhead (connection handling, parsing) is counted too.
@@ -173,5 +221,83 @@ func BenchmarkItemsHTTP(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkItemsHTTPInterleaved is BenchmarkItemsHTTP with the targets
+// alternating every 400 requests (8 keep-alive clients, 50 requests each),
+// reporting each one's time per request and the library's throughput
+// relative to plain gin (x-plain), as BenchmarkItemsInterleaved does in
+// process.
+func BenchmarkItemsHTTPInterleaved(b *testing.B) {
+	cases := []struct {
+		name string
+		url  string
+		took time.Duration
+	}{
+		{name: "plain-gin"}, {name: "library-bare"}, {name: "library"},
+	}
+	for i, h := range []http.Handler{plainGin(), librarySrv(b, "warn", false, apiserver.NoRateLimit), librarySrv(b, "warn", true, nil)} {
+		ts := httptest.NewServer(h)
+		b.Cleanup(ts.Close)
+		cases[i].url = ts.URL + "/items?limit=10&offset=0"
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	const clients, each = 8, 50
+	get := func(url string) error {
+		res, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	}
+	for _, c := range cases { // warm the connections
+		for range clients {
+			if err := get(c.url); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for n < b.N {
+		for i := range cases {
+			c := &cases[i]
+			start := time.Now()
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for range clients {
+				wg.Go(func() {
+					for range each {
+						if err := get(c.url); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			c.took += time.Since(start)
+			select {
+			case err := <-errs:
+				b.Fatalf("%s: %v", c.name, err)
+			default:
+			}
+		}
+		n += clients * each
+	}
+	for _, c := range cases {
+		b.ReportMetric(float64(c.took.Nanoseconds())/float64(n), c.name+"-ns/req")
+	}
+	for _, c := range cases[1:] {
+		b.ReportMetric(float64(cases[0].took)/float64(c.took), c.name+"-x-plain")
 	}
 }

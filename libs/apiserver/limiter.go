@@ -95,7 +95,9 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 	if err := limit.Validate(); err != nil {
 		panic(fmt.Sprintf("apiserver: rate limit of %s: %v", routeKey, err))
 	}
-	limitHeader := strconv.Itoa(limit.Max)
+	// Header values are shared by every response, as gin shares its
+	// Content-Type values: Header.Set and Add replace or copy them.
+	limitHeader := []string{strconv.Itoa(limit.Max)}
 	return func(c *gin.Context) {
 		client := s.clientIP.ResolveRequest(c.Request)
 		if s.set.rateAllow.Contains(client) {
@@ -118,10 +120,9 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		}
 		h := c.Writer.Header()
 		// Canonical keys set directly: this runs on every limited request.
-		vals := limitValues(limitHeader, max(res.Remaining, 0), ceilSeconds(res.ResetAfter))
-		h["Ratelimit-Limit"] = vals[0:1:1]
-		h["Ratelimit-Remaining"] = vals[1:2:2]
-		h["Ratelimit-Reset"] = vals[2:3:3]
+		h["Ratelimit-Limit"] = limitHeader
+		h["Ratelimit-Remaining"] = headerInt(max(res.Remaining, 0))
+		h["Ratelimit-Reset"] = headerInt(ceilSeconds(res.ResetAfter))
 		if !res.Allowed {
 			retry := ceilSeconds(res.RetryAfter)
 			s.metrics.limited.WithLabelValues(c.FullPath()).Inc()
@@ -136,19 +137,31 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 	}
 }
 
-// limitValues returns the three RateLimit-* header values in one
-// allocation: the slice and the digits of the two numbers together.
-func limitValues(limit string, remaining, reset int) []string {
+// smallInts holds the header values of 0..4095, shared by every response:
+// with limits of up to a few thousand a window, remaining counts and reset
+// seconds cost no allocation.
+var smallInts = func() []string {
+	v := make([]string, 4096)
+	for i := range v {
+		v[i] = strconv.Itoa(i)
+	}
+	return v
+}()
+
+// headerInt is n as a header value (a one-element slice, capped so an
+// append copies it). A value outside smallInts is one allocation: the
+// slice, its string and the digits together.
+func headerInt(n int) []string {
+	if n >= 0 && n < len(smallInts) {
+		return smallInts[n : n+1 : n+1]
+	}
 	g := new(struct {
-		vals [3]string
-		buf  [40]byte
+		val [1]string
+		buf [20]byte
 	})
-	b := strconv.AppendInt(g.buf[:0], int64(remaining), 10)
-	n := len(b)
-	b = strconv.AppendInt(b, int64(reset), 10)
-	// b is never written again; if it outgrew buf, it points to its own copy.
-	g.vals = [3]string{limit, unsafe.String(unsafe.SliceData(b), n), unsafe.String(&b[n], len(b)-n)}
-	return g.vals[:]
+	b := strconv.AppendInt(g.buf[:0], int64(n), 10)
+	g.val[0] = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	return g.val[:]
 }
 
 func ceilSeconds(d time.Duration) int {

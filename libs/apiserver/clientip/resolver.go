@@ -48,7 +48,11 @@ func (r *Resolver) Trusted() Set { return r.trusted }
 // zero Addr only when remoteAddr itself does not parse (for example a Unix
 // socket peer); callers should treat that as one shared "unknown" client.
 func (r *Resolver) Resolve(remoteAddr string, xff []string) netip.Addr {
-	client := parsePeer(remoteAddr)
+	return r.walk(parsePeer(remoteAddr), xff)
+}
+
+// walk is Resolve for a parsed peer address.
+func (r *Resolver) walk(client netip.Addr, xff []string) netip.Addr {
 	if !client.IsValid() || !r.trusted.Contains(client) {
 		return client
 	}
@@ -81,7 +85,9 @@ func (r *Resolver) Resolve(remoteAddr string, xff []string) netip.Addr {
 // ResolveRequest is Resolve for an *http.Request, reading every
 // X-Forwarded-For header line.
 func (r *Resolver) ResolveRequest(req *http.Request) netip.Addr {
-	return r.Resolve(req.RemoteAddr, req.Header.Values("X-Forwarded-For"))
+	// The canonical key read directly: Header.Values would canonicalise it
+	// on every request.
+	return r.walk(parsePeer(req.RemoteAddr), req.Header["X-Forwarded-For"])
 }
 
 // parsePeer accepts what net/http puts in RemoteAddr, and a bare address for
