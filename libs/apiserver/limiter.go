@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -149,19 +148,12 @@ var smallInts = func() []string {
 }()
 
 // headerInt is n as a header value (a one-element slice, capped so an
-// append copies it). A value outside smallInts is one allocation: the
-// slice, its string and the digits together.
+// append copies it).
 func headerInt(n int) []string {
 	if n >= 0 && n < len(smallInts) {
 		return smallInts[n : n+1 : n+1]
 	}
-	g := new(struct {
-		val [1]string
-		buf [20]byte
-	})
-	b := strconv.AppendInt(g.buf[:0], int64(n), 10)
-	g.val[0] = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
-	return g.val[:]
+	return headerValue(func(b []byte) []byte { return strconv.AppendInt(b, int64(n), 10) })
 }
 
 func ceilSeconds(d time.Duration) int {

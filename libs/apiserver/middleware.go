@@ -54,16 +54,25 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b)
 }
 
-// newRequestID returns a header value holding a fresh id. The value, the
-// id's bytes and the string are one allocation: this runs on every request.
+// newRequestID returns a header value holding a fresh id.
 func newRequestID() []string {
+	return headerValue(func(b []byte) []byte {
+		b = append(b, idPrefix...)
+		b = append(b, '-')
+		return strconv.AppendUint(b, idCounter.Add(1), 36)
+	})
+}
+
+// headerValue returns a one-element header value holding what write
+// appends, built in one allocation (the slice, the string and its bytes
+// together) for values set on every request. The slice's capacity is one,
+// so an append copies it.
+func headerValue(write func([]byte) []byte) []string {
 	g := new(struct {
 		val [1]string
-		buf [32]byte // 12 hex digits, '-', at most 13 base-36 digits
+		buf [32]byte // a request id: 12 hex digits, '-', at most 13 base-36 digits
 	})
-	b := append(g.buf[:0], idPrefix...)
-	b = append(b, '-')
-	b = strconv.AppendUint(b, idCounter.Add(1), 36)
+	b := write(g.buf[:0])
 	g.val[0] = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 	return g.val[:]
 }
