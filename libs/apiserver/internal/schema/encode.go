@@ -55,11 +55,10 @@ const (
 // encNode is the compiled form of one (Go type, constraint node) pair.
 type encNode struct {
 	op    encOp
-	bits  int          // float width
-	node  *Node        // constraints; nil when there are none to check
-	elem  *encNode     // pointer target, slice, array and map values
-	field []encField   // struct fields in declaration order
-	typ   reflect.Type // the type at this level
+	bits  int        // float width
+	node  *Node      // constraints; nil when there are none to check
+	elem  *encNode   // pointer target, slice, array and map values
+	field []encField // struct fields in declaration order
 }
 
 type encField struct {
@@ -103,7 +102,7 @@ func (c *compiler) compile(t reflect.Type, n *Node) *encNode {
 	if e, ok := c.seen[k]; ok {
 		return e // recursive type: the node is being (or was) compiled
 	}
-	e := &encNode{typ: t}
+	e := &encNode{}
 	if n != nil && !n.trivial() {
 		e.node = n
 	}
