@@ -23,6 +23,8 @@
 #   FLOOR_PORT (18091)
 # Needs redis-server (apt-get install redis-server); the system service is not used.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 redis_port=${REDIS_PORT:-16379}
@@ -89,16 +91,6 @@ start_replica() {
 	pids+=($!)
 }
 
-wait_ready() {
-	for _ in $(seq 1 300); do
-		if curl -fs -o /dev/null "$1"; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "chat-saturation.sh: $1 did not answer" >&2
-	exit 1
-}
 
 for _ in $(seq 1 100); do
 	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then

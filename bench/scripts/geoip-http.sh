@@ -11,6 +11,8 @@
 # Ports: $GEOIP_PORT (18311) and $FLOOR_PORT (18312). Extra arguments go to httpload;
 # the defaults are -c 64 -d 10s -rounds 5 -v6 0.3 -alternate.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 db=${GEOIP_BENCH_DB:-}
@@ -19,7 +21,8 @@ if [[ $# -gt 0 && $1 != -* ]]; then
 	shift
 fi
 if [[ -z $db ]]; then
-	db=$(ls -t "$root"/services/geoip/testdata/.cache/dbip-city-*.BIN 2>/dev/null | head -1 || true)
+	db=$(find "$root/services/geoip/testdata/.cache" -maxdepth 1 -name 'dbip-city-*.BIN' -printf '%T@ %p\n' 2>/dev/null |
+		sort -rn | head -1 | cut -d' ' -f2- || true)
 fi
 geoip_port=${GEOIP_PORT:-18311}
 floor_port=${FLOOR_PORT:-18312}
@@ -66,16 +69,6 @@ HOST=127.0.0.1 PORT=$geoip_port GEOIP_DB=$db LOG_LEVEL=warn RATE_LIMIT_ALLOW=127
 	"$bin/geoip" serve &
 pids+=($!)
 
-wait_ready() {
-	for _ in $(seq 1 300); do
-		if curl -fs -o /dev/null "$1"; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "geoip-http.sh: $1 did not answer" >&2
-	exit 1
-}
 wait_ready "http://127.0.0.1:$geoip_port/readyz"
 wait_ready "http://127.0.0.1:$floor_port/8.8.8.8/json/"
 curl -fs "http://127.0.0.1:$geoip_port/8.8.8.8/json/" >/dev/null # time zone polygons load on first use
