@@ -68,8 +68,22 @@ func (f *field) text(l *Location) string {
 
 func formatCoord(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// appendJSONValue writes the value as JSON (and as YAML, which reads JSON scalars).
+func (f *field) appendJSONValue(b []byte, l *Location) []byte {
+	switch f.kind {
+	case 's':
+		return jsontext.AppendString(b, f.str(l), false)
+	case 'n':
+		return strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
+	case 'b':
+		return strconv.AppendBool(b, f.bool(l))
+	}
+	return b
+}
+
 // appendJSON encodes l as encoding/json would (same keys, order and escaping, minus HTML
-// escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on every uncached request.
+// escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on
+// every uncached request.
 func appendJSON(b []byte, l *Location) []byte {
 	b = append(b, '{')
 	first := true
@@ -85,14 +99,7 @@ func appendJSON(b []byte, l *Location) []byte {
 		b = append(b, '"')
 		b = append(b, f.name...)
 		b = append(b, '"', ':')
-		switch f.kind {
-		case 's':
-			b = jsontext.AppendString(b, f.str(l), false)
-		case 'n':
-			b = strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
-		case 'b':
-			b = strconv.AppendBool(b, f.bool(l))
-		}
+		b = f.appendJSONValue(b, l)
 	}
 	return append(b, '}')
 }
@@ -161,14 +168,7 @@ func appendYAML(b []byte, l *Location) []byte {
 		}
 		b = append(b, f.name...)
 		b = append(b, ':', ' ')
-		switch f.kind {
-		case 's':
-			b = jsontext.AppendString(b, f.str(l), false)
-		case 'n':
-			b = strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
-		case 'b':
-			b = strconv.AppendBool(b, f.bool(l))
-		}
+		b = f.appendJSONValue(b, l)
 		b = append(b, '\n')
 	}
 	return b
