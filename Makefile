@@ -28,17 +28,29 @@ test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails inst
 test-short: ## Fast unit tests only (no race detector, -short)
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short -count=1 ./...); done
 
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK ?= $(shell command -v staticcheck || echo $$($(GO) env GOPATH)/bin/staticcheck)
+
 .PHONY: lint
-lint: ## go vet every module, and build each one alone (GOWORK=off)
-	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) vet ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./...); done
+lint: ## go vet and staticcheck every module, build each one alone (GOWORK=off), gofmt
+	@test -x "$(STATICCHECK)" || { echo "staticcheck not found: make tools"; exit 1; }
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./... && GOWORK=off $(GO) build ./... && GOWORK=off $(GO) vet ./...); done
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
 
+.PHONY: tools
+tools: ## Install the linters make lint runs (staticcheck $(STATICCHECK_VERSION)) into GOPATH/bin
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+GEOIP_PORT ?= 3001
+CHAT_PORT ?= 3000
+
 .PHONY: run
-run: build ## Run geoip (:3001, embedded sample database) and chat (:3000, memory engine) locally
-	@trap 'kill 0' INT TERM EXIT; \
-	PORT=3001 $(BIN)/geoip serve & \
-	PORT=3000 $(BIN)/chat serve & \
-	wait
+run: build ## Run geoip (:3001, embedded sample database) and chat (:3000, memory engine) locally; Ctrl-C stops both
+	@deploy/scripts/run-local.sh $(BIN) $(GEOIP_PORT) $(CHAT_PORT)
+
+.PHONY: run-check
+run-check: ## Check that Ctrl-C ends `make run` cleanly (exit 0 or 130, both services stopped)
+	deploy/scripts/run-check.sh
 
 .PHONY: bench
 bench: ## Library, limiter and geoip lookup benchmarks (copy the figures to docs/benchmarks.md by hand)

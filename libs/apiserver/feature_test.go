@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,17 @@ type item struct {
 
 type failIn struct {
 	Kind string `query:"kind" required:"true"`
+}
+
+// ipError is a body of another API's shape, declared with ErrorBodies.
+type ipError struct {
+	IP     string `json:"ip"`
+	Error  bool   `json:"error"`
+	Reason string `json:"reason"`
+}
+
+type ipIn struct {
+	IP string `path:"ip"`
 }
 
 type statusErr struct{ code int }
@@ -124,10 +136,24 @@ func newFixture(t *testing.T, env map[string]string, mutate func(*apiserver.Conf
 				panic("boom")
 			case "badresponse":
 				return item{ID: "1", Name: ""}, nil
+			case "undeclared":
+				return item{}, apiserver.NewBodyError(http.StatusBadRequest, ipError{IP: "x", Error: true, Reason: "Invalid IP Address"}, "Invalid IP address \"x\"")
 			case "extra":
 				return item{}, apiserver.BadRequestError("Invalid IP Address").With("reason", "Invalid IP Address").With("ip", "x")
 			}
 			return item{ID: "1", Name: "ok"}, nil
+		})
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/lookup/:ip",
+		ErrorBodies: []apiserver.ErrorBody{{Status: http.StatusBadRequest, Description: "Not an address",
+			Example: ipError{IP: "999.1.1.1", Error: true, Reason: "Invalid IP Address"}}}},
+		func(c *apiserver.Context[user], in *ipIn) (item, error) {
+			if in.IP == "bad" {
+				return item{}, apiserver.NewBodyError(http.StatusBadRequest, ipError{IP: in.IP, Error: true, Reason: "Invalid IP Address"}, "not an address")
+			}
+			if in.IP == "teapot" { // a status the operation did not declare
+				return item{}, apiserver.NewBodyError(http.StatusTeapot, ipError{IP: in.IP, Error: true}, "I'm a teapot")
+			}
+			return item{}, apiserver.NotFoundError("No " + in.IP)
 		})
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/limited", RateLimit: &apiserver.RateLimit{Max: 2, Window: time.Minute}},
 		func(c *apiserver.Context[user], in *struct{}) (item, error) { return item{ID: "1", Name: "l"}, nil })
@@ -278,6 +304,47 @@ func TestFeatures(t *testing.T) {
 		{name: "an error with a status keeps it", req: request{method: "GET", path: "/fail?kind=conflict"}, status: 409, body: []string{`"error":"Conflict"`}},
 		{name: "a foreign error with StatusCode keeps it", req: request{method: "GET", path: "/fail?kind=statuscoder"}, status: 418},
 		{name: "extra body fields", req: request{method: "GET", path: "/fail?kind=extra"}, status: 400, body: []string{`"reason":"Invalid IP Address"`, `"ip":"x"`}},
+		{name: "a declared error body is answered in its own shape", req: request{method: "GET", path: "/lookup/bad"}, status: 400,
+			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
+				if got := rec.Body.String(); got != `{"ip":"bad","error":true,"reason":"Invalid IP Address"}` {
+					t.Errorf("body = %s", got)
+				}
+			}},
+		{name: "an operation with error bodies keeps the standard body for other errors", req: request{method: "GET", path: "/lookup/x"}, status: 404,
+			body: []string{`{"statusCode":404,"error":"Not Found","message":"No x"}`}},
+		{name: "a body error of an undeclared status gets the standard body", req: request{method: "GET", path: "/lookup/teapot"}, status: 418,
+			body: []string{`{"statusCode":418,"error":"I'm a teapot","message":"I'm a teapot"}`}, notBody: []string{`"reason"`}},
+		{name: "a body error on an operation without error bodies gets the standard body", req: request{method: "GET", path: "/fail?kind=undeclared"}, status: 400,
+			body: []string{`{"statusCode":400,"error":"Bad Request","message":"Invalid IP address \"x\""}`}},
+		{name: "OpenAPI documents a declared error body", req: request{method: "GET", path: "/openapi.json"}, status: 200,
+			check: func(t *testing.T, rec *httptest.ResponseRecorder) {
+				var doc struct {
+					Paths map[string]map[string]struct {
+						Responses map[string]struct {
+							Description string
+							Content     map[string]struct {
+								Schema  map[string]any
+								Example map[string]any
+							}
+						}
+					}
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+					t.Fatal(err)
+				}
+				r400 := doc.Paths["/lookup/{ip}"]["get"].Responses["400"]
+				media := r400.Content["application/json"]
+				if r400.Description != "Not an address" || media.Example["error"] != true {
+					t.Errorf("400 = %+v", r400)
+				}
+				// The path parameter makes the library's own 400 possible too: either shape.
+				if s, _ := json.Marshal(media.Schema); !strings.Contains(string(s), `"oneOf"`) || !strings.Contains(string(s), "ErrorResponse") || !strings.Contains(string(s), `"reason"`) && !strings.Contains(string(s), "ipError") {
+					t.Errorf("400 schema = %s", s)
+				}
+				if r404 := doc.Paths["/items/{id}"]["get"].Responses["400"]; !strings.Contains(fmt.Sprint(r404.Content["application/json"].Schema), "ErrorResponse") {
+					t.Errorf("other operations keep the standard error schema: %+v", r404)
+				}
+			}},
 		{name: "plain error is a 500 hidden in production", env: prod, req: request{method: "GET", path: "/fail?kind=plain"}, status: 500,
 			body: []string{`"message":"Internal Server Error"`}, notBody: []string{"hunter2"}},
 		{name: "plain error text is shown in development", req: request{method: "GET", path: "/fail?kind=plain"}, status: 500, body: []string{"hunter2"}},

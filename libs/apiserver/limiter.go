@@ -103,8 +103,8 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 			c.Next()
 			return
 		}
-		var buf [64]byte
-		key := string(client.AppendTo(append(buf[:0], prefix...)))
+		var buf [96]byte
+		key := string(s.limiterKey(append(buf[:0], prefix...), client))
 		res, err := s.limiter.Allow(c.Request.Context(), key, limit)
 		if err != nil {
 			// The Guard has counted and logged the backend failure and
@@ -168,4 +168,22 @@ func humanSeconds(n int) string {
 		return "1 second"
 	}
 	return strconv.Itoa(n) + " seconds"
+}
+
+// limiterKey appends the name the limiter counts client under: an IPv4
+// address, or the IPv6 prefix (RATE_LIMIT_IPV6_PREFIX, /64 by default)
+// that holds it, written as "2001:db8::/64". Counting full IPv6 addresses
+// would let one subscriber's /64 be 2^64 clients.
+func (s *Server[A]) limiterKey(b []byte, client netip.Addr) []byte {
+	client = client.Unmap()
+	if !client.Is6() || s.set.rateIPv6Bits >= 128 {
+		return client.AppendTo(b)
+	}
+	p, err := client.WithZone("").Prefix(s.set.rateIPv6Bits)
+	if err != nil {
+		return client.AppendTo(b)
+	}
+	b = p.Addr().AppendTo(b)
+	b = append(b, '/')
+	return strconv.AppendInt(b, int64(p.Bits()), 10)
 }

@@ -104,6 +104,12 @@ func (s *Server[A]) observe(c *gin.Context) {
 		c.Request.Header["X-Request-Id"] = v
 		c.Writer.Header()["X-Request-Id"] = v
 	}
+	// No answer is to be sniffed into another type (an error body echoing
+	// input rendered as HTML, say).
+	c.Writer.Header()["X-Content-Type-Options"] = nosniff
+	if c.Request.ContentLength != 0 && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) {
+		closeUnreadBody(c) // no GET route reads a body
+	}
 	s.metrics.inFlight.Inc()
 	defer func() {
 		if p := recover(); p != nil {
@@ -127,8 +133,13 @@ func (s *Server[A]) observe(c *gin.Context) {
 		elapsed := time.Since(start)
 		s.metrics.observe(c.Request.Method, route, status, elapsed.Seconds())
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case route == "/healthz" || route == "/readyz":
+			// Orchestrators poll these every few seconds per replica; at info they
+			// would bury the real traffic. A failing check still logs (5xx).
+			level = slog.LevelDebug
 		}
 		if s.log.Enabled(c, level) {
 			s.log.LogAttrs(c, level, "request",
@@ -148,6 +159,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 // abortWithError writes the standard error body and stops the chain.
 func (s *Server[A]) abortWithError(c *gin.Context, err error) {
 	e := toError(err, !s.set.production)
+	closeUnreadBody(c)
 	if e.Status >= 500 {
 		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "status", e.Status, "err", err)
@@ -221,14 +233,13 @@ func (s *Server[A]) cors() gin.HandlerFunc {
 	}
 }
 
-// routeMiddleware is what an endpoint runs before binding: deadlines,
-// rate limit, then auth (so an unauthenticated caller learns nothing
-// about the schema, and cannot spend the limit check).
+// routeMiddleware is what an endpoint runs before binding: rate limit,
+// then auth (so an unauthenticated caller learns nothing about the
+// schema, and cannot spend the limit check). The server's deadlines hold
+// throughout, for every route: a connection is allowed to live long only
+// once it has passed them (see Operation.NoTimeouts).
 func (s *Server[A]) routeMiddleware(op *Operation, route string) []gin.HandlerFunc {
 	var hs []gin.HandlerFunc
-	if op.NoTimeouts {
-		hs = append(hs, LiftTimeouts)
-	}
 	if lim := s.rateLimitMiddleware(op.RateLimit, op.Method+" "+route); lim != nil {
 		hs = append(hs, lim)
 	}
@@ -239,10 +250,42 @@ func (s *Server[A]) routeMiddleware(op *Operation, route string) []gin.HandlerFu
 }
 
 // LiftTimeouts clears the server's read and write deadlines for this
-// request: for WebSockets and other long-lived responses.
+// request, for a long-lived answer (a stream, a long poll) that does not
+// hijack the connection. Call it only once the request has been checked
+// (rate limit, auth, input). A body that was announced and not read keeps
+// its expired read deadline (see closeUnreadBody). A WebSocket upgrade
+// needs no call: net/http clears the deadlines when the handshake is
+// accepted and the connection hijacked.
 func LiftTimeouts(c *gin.Context) {
 	rc := http.NewResponseController(c.Writer)
-	_ = rc.SetReadDeadline(time.Time{})
+	if !unreadBody(c) {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	_ = rc.SetWriteDeadline(time.Time{})
-	c.Next()
 }
+
+// bodyReadKey marks a request whose body the library has read to its end.
+const bodyReadKey = "apiserver.bodyRead"
+
+func unreadBody(c *gin.Context) bool {
+	return c.Request.ContentLength != 0 && !c.GetBool(bodyReadKey)
+}
+
+// closeUnreadBody is for a request that announced a body nobody will
+// read: the connection is closed after the answer, at once. Otherwise
+// net/http reads the body to reuse the connection (when writing the
+// answer, and again when closing the request), and a client announcing
+// Content-Length: 100 that sends nothing holds the socket until the read
+// deadline, or forever once it is lifted.
+func closeUnreadBody(c *gin.Context) {
+	if !unreadBody(c) {
+		return
+	}
+	c.Writer.Header()["Connection"] = connectionClose
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+}
+
+var (
+	connectionClose = []string{"close"}
+	nosniff         = []string{"nosniff"}
+)

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -18,6 +19,10 @@ import (
 type openAPI struct {
 	set     settings
 	schemas *schema.Registry
+
+	// methodNotAllowed: the server answers 405 with Allow (it owns its
+	// gin engine and set HandleMethodNotAllowed).
+	methodNotAllowed bool
 
 	mu      sync.Mutex
 	ops     []opDoc
@@ -100,13 +105,30 @@ func (d *openAPI) build(serverURL string) map[string]any {
 		"info":    info,
 		"servers": []any{map[string]any{"url": serverURL}},
 		"paths":   paths,
-		"components": map[string]any{
-			"schemas": schemas,
-			"securitySchemes": map[string]any{
-				"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <token>"},
-			},
-		},
 	}
+	components := map[string]any{"schemas": schemas}
+	for _, o := range d.ops {
+		// Declared only when an operation uses it: Swagger UI shows an
+		// Authorize button for every scheme.
+		if o.authenticated {
+			components["securitySchemes"] = map[string]any{
+				"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <token>"},
+			}
+			break
+		}
+	}
+	if d.methodNotAllowed {
+		// A method a path does not serve has no operation to hang this
+		// on: it is the answer of every path to every other method.
+		components["responses"] = map[string]any{
+			"MethodNotAllowed": map[string]any{
+				"description": "405: the path exists but not for this method; Allow lists the methods it serves. Answered by every path.",
+				"headers":     map[string]any{"Allow": allowHeader, "X-Request-Id": requestIDHeader},
+				"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}},
+			},
+		}
+	}
+	doc["components"] = components
 	if len(d.set.tags) > 0 {
 		doc["tags"] = d.set.tags
 	}
@@ -123,8 +145,12 @@ func errorSchema() map[string]any {
 			"error":      map[string]any{"type": "string", "description": "HTTP status text", "examples": []any{"Bad Request"}},
 			"message":    map[string]any{"type": "string", "examples": []any{"Validation failed: query.limit must be at least 1"}},
 			"details": map[string]any{
-				"type": "array", "description": "Every validation problem, present on validation errors.",
+				"type": "array", "description": "The validation problems (at most 20), present on validation errors.",
 				"items": map[string]any{"$ref": "#/components/schemas/FieldError"},
+			},
+			"detailsOmitted": map[string]any{
+				"type": "integer", "minimum": 1,
+				"description": "How many further problems were found beyond those in details (which holds at most " + strconv.Itoa(schema.MaxFindings) + ").",
 			},
 		},
 	}
@@ -180,9 +206,30 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	responses := map[string]any{}
 	success := map[string]any{"description": http.StatusText(op.Status)}
 	if !ep.noBody {
-		content := map[string]any{"application/json": map[string]any{"schema": ep.out.Schema}}
+		content := map[string]any{}
+		if !op.NotJSON {
+			content["application/json"] = map[string]any{"schema": ep.out.Schema}
+		}
 		for _, mt := range op.Produces {
 			content[mt] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
+		for _, f := range op.Formats {
+			var sch map[string]any
+			switch f.Kind {
+			case FormatText:
+				sch = map[string]any{"type": "string"}
+			default:
+				sch = schemaMap(ep.out.Schema)
+				if f.Kind == FormatXML && f.XMLName != "" {
+					sch["xml"] = map[string]any{"name": f.XMLName}
+				}
+			}
+			if f.Description != "" {
+				// A media type has no description: the schema carries it
+				// (beside a $ref, which OpenAPI 3.1 allows).
+				sch["description"] = f.Description
+			}
+			content[f.MediaType] = map[string]any{"schema": sch}
 		}
 		success["content"] = content
 	}
@@ -191,7 +238,7 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 		responses[strconv.Itoa(status)] = map[string]any{"description": desc, "content": errRef}
 	}
 	if len(ep.in.params) > 0 || ep.in.body != nil {
-		addErr(http.StatusBadRequest, "Validation failed: details lists every problem")
+		addErr(http.StatusBadRequest, "Validation failed: details lists the problems (detailsOmitted counts those past 20)")
 	}
 	if ep.in.body != nil {
 		addErr(http.StatusRequestEntityTooLarge, "Body larger than the limit")
@@ -217,7 +264,57 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 		}
 		addErr(code, op.Responses[code])
 	}
+	ep.docErrorBodies(responses)
 	addErr(http.StatusInternalServerError, "Internal server error")
+	limited := op.RateLimit == nil || !op.RateLimit.Disabled
+	if limited {
+		addErr(http.StatusServiceUnavailable, "Rate limiter unavailable (its Redis is down and RATE_LIMIT_FAIL_CLOSED is set); see Retry-After")
+	}
+	for code, r := range responses {
+		resp := r.(map[string]any)
+		addHeader(resp, "X-Request-Id", requestIDHeader)
+		if limited {
+			for name, h := range rateLimitHeaders {
+				addHeader(resp, name, h)
+			}
+		}
+		switch code {
+		case "429", "503":
+			if limited {
+				addHeader(resp, "Retry-After", retryAfterHeader)
+			}
+		case "401":
+			addHeader(resp, "WWW-Authenticate", wwwAuthenticateHeader)
+		}
+	}
+	for _, h := range ep.headers {
+		statuses := h.statuses
+		if len(statuses) == 0 {
+			statuses = []int{op.Status}
+		}
+		for _, code := range statuses {
+			resp, ok := responses[strconv.Itoa(code)].(map[string]any)
+			if !ok {
+				panic(fmt.Sprintf("apiserver: %s %s: header %s is declared on status %d, which the operation does not answer (add it to Responses)", op.Method, op.URL, h.name, code))
+			}
+			hd := map[string]any{"schema": h.schema}
+			if h.schema.Description != "" {
+				hd["description"] = h.schema.Description
+			}
+			if h.required {
+				hd["required"] = true
+			}
+			addHeader(resp, h.name, hd)
+		}
+	}
 	o["responses"] = responses
 	return opDoc{method: op.Method, path: path, op: o, authenticated: op.Authenticated}
+}
+
+// schemaMap is a copy of s as a map, to add keywords beside a $ref.
+func schemaMap(s *schema.Schema) map[string]any {
+	m := map[string]any{}
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &m)
+	return m
 }

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,6 +127,7 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 		s.routes = s.engine
 	}
 	s.docs = newOpenAPI(s.set, s.schemas)
+	s.docs.methodNotAllowed = s.ownsEngine
 	s.registerBuiltins()
 	s.ready.Store(true)
 	return s, nil
@@ -229,10 +229,10 @@ func (s *Server[A]) Start() error {
 	s.listener = ln
 	s.httpServer = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: s.set.timeouts.readHeader,
+		ReadTimeout:       s.set.timeouts.read,
+		WriteTimeout:      s.set.timeouts.write,
+		IdleTimeout:       s.set.timeouts.idle,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,12 +33,21 @@ type target struct {
 	Name      string   `json:"name"`
 	Subscribe []string `json:"subscribe"`
 	Send      []string `json:"send"`
+	Channels  int      `json:"channels,omitempty"` // 0: the -channels flag
 }
 
-// parseTarget reads BASE[,BASE...][|SENDBASE[,SENDBASE...]].
+// parseTarget reads BASE[,BASE...][|SENDBASE[,SENDBASE...]][#CHANNELS].
 func parseTarget(t compare.Target) (target, error) {
-	subs, sends, _ := strings.Cut(t.Value, "|")
+	value, chans, hasChans := strings.Cut(t.Value, "#")
+	subs, sends, _ := strings.Cut(value, "|")
 	out := target{Name: t.Name, Subscribe: splitList(subs), Send: splitList(sends)}
+	if hasChans {
+		n, err := strconv.Atoi(chans)
+		if err != nil || n < 1 {
+			return out, fmt.Errorf("target %s: channels %q: want a whole number of at least 1", t.Name, chans)
+		}
+		out.Channels = n
+	}
 	if len(out.Subscribe) == 0 {
 		return out, fmt.Errorf("target %s: no base URL", t.Name)
 	}
@@ -80,15 +90,17 @@ type report struct {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
 	var targets compare.Strings
-	fs.Var(&targets, "target", "`[NAME=]BASE[,BASE...][|SENDBASE[,...]]`: subscriber base URLs (replicas, round-robin) and optional send base URLs (default: the same); repeat for several targets, the first is the floor")
+	fs.Var(&targets, "target", "`[NAME=]BASE[,BASE...][|SENDBASE[,...]][#CHANNELS]`: subscriber base URLs (replicas, round-robin), optional send base URLs (default: the same) and channel count (default -channels); repeat for several targets, the first is the reference")
 	subs := fs.Int("subs", 1000, "WebSocket subscribers per run")
+	subsPerChannel := fs.Int("subs-per-channel", 0, "if set, subscribers per run = this x the target's channels (overrides -subs)")
 	rate := fs.Float64("rate", 100, "messages per second (ignored with -saturate)")
 	saturate := fs.Bool("saturate", false, "send as fast as the server accepts, -inflight sends at a time")
 	inflight := fs.Int("inflight", 16, "concurrent send requests")
 	dur := fs.Duration("d", 10*time.Second, "sending time per run")
 	grace := fs.Duration("grace", 5*time.Second, "wait after the last send for deliveries")
 	maxMsgs := fs.Int64("max-messages", 1_000_000, "cap on messages sent per run")
-	channel := fs.String("channel", "bench", "channel name")
+	channel := fs.String("channel", "bench", "channel name (the prefix of the names with several channels)")
+	channels := fs.Int("channels", 1, "spread subscribers and messages over this many channels (subscriber i on channel i mod N, message n on channel n mod N)")
 	token := fs.String("token", "", "bearer token for sends (default $BENCH_TOKEN; the floor ignores it)")
 	rounds := fs.Int("rounds", 0, "rounds over all targets (0: 1 for one target, 3 for several)")
 	alternate := fs.Bool("alternate", false, "reverse the target order in every other round (A,B,B,A...) to cancel a bias of position")
@@ -139,10 +151,21 @@ func run(args []string, stdout io.Writer) error {
 	if *pause < 0 || *pause > time.Minute {
 		return fmt.Errorf("pause %s outside 0..1m", *pause)
 	}
+	most := *subs // the largest run's subscribers, each a socket
+	if *subsPerChannel > 0 {
+		most = 0
+		for _, t := range ts {
+			n := *channels
+			if t.Channels > 0 {
+				n = t.Channels
+			}
+			most = max(most, *subsPerChannel*n)
+		}
+	}
 	if lim, err := fdlimit.Raise(); err != nil {
 		return err
-	} else if lim < uint64(*subs)+256 {
-		return fmt.Errorf("open-file limit %d is too low for %d subscribers", lim, *subs)
+	} else if lim < uint64(most)+256 {
+		return fmt.Errorf("open-file limit %d is too low for %d subscribers", lim, most)
 	}
 	text := stdout
 	if *jsonOut == "-" {
@@ -176,9 +199,17 @@ func run(args []string, stdout io.Writer) error {
 		row := make([]map[string]float64, len(ts))
 		for _, i := range compare.Order(r, len(ts), *alternate) {
 			t := ts[i]
+			nch := *channels
+			if t.Channels > 0 {
+				nch = t.Channels
+			}
+			nsubs := *subs
+			if *subsPerChannel > 0 {
+				nsubs = *subsPerChannel * nch
+			}
 			res, err := fanout.Run(ctx, fanout.Config{
-				SubscribeBases: t.Subscribe, SendBases: t.Send, Channel: *channel,
-				Subscribers: *subs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
+				SubscribeBases: t.Subscribe, SendBases: t.Send, Channel: *channel, Channels: nch,
+				Subscribers: nsubs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
 				Duration: *dur, Grace: *grace, MaxMessages: *maxMsgs, Token: *token,
 				WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel,
 			})

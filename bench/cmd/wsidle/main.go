@@ -37,6 +37,7 @@ type report struct {
 	Base            string `json:"base"`
 	PID             int    `json:"pid"`
 	Requested       int    `json:"requested"`
+	Channels        int    `json:"channels"`
 	Connected       int    `json:"connected"`
 	Failed          int64  `json:"failed"`
 	RSSBefore       int64  `json:"rss_before_bytes"`
@@ -50,7 +51,8 @@ func run(args []string, stdout io.Writer) error {
 	base := fs.String("base", "", "server base URL, loopback only (e.g. http://127.0.0.1:8080)")
 	pid := fs.Int("pid", 0, "server process id, whose VmRSS is read from /proc/PID/status")
 	k := fs.Int("k", 1000, "idle connections to open")
-	channel := fs.String("channel", "bench", "channel to subscribe to")
+	channel := fs.String("channel", "bench", "channel to subscribe to (the prefix of the names with -channels)")
+	channels := fs.Int("channels", 1, "spread the connections over this many channels, <channel>0..<channel>N-1, round-robin")
 	settle := fs.Duration("settle", 3*time.Second, "wait after the last connection before reading RSS again")
 	parallel := fs.Int("dial-parallel", 32, "concurrent handshakes")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
@@ -62,6 +64,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if *k < 1 || *k > MaxConns {
 		return fmt.Errorf("-k %d outside 1..%d", *k, MaxConns)
+	}
+	if *channels < 1 || *channels > *k {
+		return fmt.Errorf("-channels %d outside 1..%d (-k)", *channels, *k)
 	}
 	if *settle < 0 || *settle > 10*time.Minute {
 		return fmt.Errorf("-settle %s outside 0..10m", *settle)
@@ -76,9 +81,15 @@ func run(args []string, stdout io.Writer) error {
 	if lim < uint64(*k)+64 {
 		return fmt.Errorf("open-file limit %d is too low for %d connections", lim, *k)
 	}
-	u, err := chatwire.WSURL(*base, *channel, 0)
-	if err != nil {
-		return err
+	urls := make([]string, *channels)
+	for i := range urls {
+		name := *channel
+		if *channels > 1 {
+			name = fmt.Sprint(*channel, i)
+		}
+		if urls[i], err = chatwire.WSURL(*base, name, 0); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -98,6 +109,7 @@ func run(args []string, stdout io.Writer) error {
 	)
 	for i := 0; i < *k && ctx.Err() == nil; i++ {
 		sem <- struct{}{}
+		u := urls[i%len(urls)]
 		wg.Go(func() {
 			defer func() { <-sem }()
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -134,7 +146,7 @@ func run(args []string, stdout io.Writer) error {
 	for _, c := range conns {
 		c.CloseNow()
 	}
-	rep := report{Base: *base, PID: *pid, Requested: *k, Connected: len(conns), Failed: failed.Load(),
+	rep := report{Base: *base, PID: *pid, Requested: *k, Channels: *channels, Connected: len(conns), Failed: failed.Load(),
 		RSSBefore: before, RSSAfter: after, ClosedWhileIdle: closedIdle}
 	if rep.Connected > 0 {
 		rep.BytesPerConn = (after - before) / int64(rep.Connected)
@@ -144,7 +156,7 @@ func run(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "wsidle: %d of %d connections to %s open (%d failed)\n", rep.Connected, rep.Requested, *base, rep.Failed)
+	fmt.Fprintf(stdout, "wsidle: %d of %d connections on %d channel(s) to %s open (%d failed)\n", rep.Connected, rep.Requested, *channels, *base, rep.Failed)
 	fmt.Fprintf(stdout, "server pid %d VmRSS: %.1f MiB before, %.1f MiB after\n", *pid, float64(before)/(1<<20), float64(after)/(1<<20))
 	if closedIdle > 0 {
 		fmt.Fprintf(stdout, "warning: the server closed %d connections while they were idle\n", closedIdle)

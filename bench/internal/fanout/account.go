@@ -110,3 +110,22 @@ func (t *Tally) Compare(sent *SentSet, upTo int64) (lost, unexpected int64) {
 	}
 	return lost, unexpected
 }
+
+// CompareChannel is Compare for a subscriber of channel rem of mod channels: it
+// expects only the sequence numbers n with n mod mod == rem (message n went to
+// channel n mod mod). With one channel it is Compare.
+func (t *Tally) CompareChannel(sent *SentSet, upTo, mod, rem int64) (lost, unexpected int64) {
+	if mod <= 1 {
+		return t.Compare(sent, upTo)
+	}
+	for n := rem; n < upTo; n += mod {
+		s, g := sent.Has(n), t.Has(n)
+		switch {
+		case s && !g:
+			lost++
+		case g && !s:
+			unexpected++
+		}
+	}
+	return lost, unexpected
+}

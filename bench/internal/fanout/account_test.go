@@ -69,3 +69,20 @@ func TestSentSetIgnoresOutOfRangeAndIsConcurrent(t *testing.T) {
 		t.Fatalf("len %d", s.Len())
 	}
 }
+
+func TestCompareChannel(t *testing.T) {
+	sent := NewSentSet(100)
+	for n := int64(0); n < 10; n++ {
+		sent.Mark(n)
+	}
+	tl := NewTally()
+	for _, n := range []int64{1, 4, 7} { // channel 1 of 3 got 1, 4, 7; 10.. never sent
+		tl.Add(n, n+1)
+	}
+	if lost, unexpected := tl.CompareChannel(sent, 10, 3, 1); lost != 0 || unexpected != 0 {
+		t.Fatalf("channel 1: lost %d unexpected %d", lost, unexpected)
+	}
+	if lost, _ := tl.CompareChannel(sent, 10, 3, 2); lost != 3 { // 2, 5, 8
+		t.Fatalf("channel 2: lost %d, want 3", lost)
+	}
+}

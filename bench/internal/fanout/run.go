@@ -35,17 +35,21 @@ type Config struct {
 	SubscribeBases []string // base URLs subscribers connect to, round-robin (replicas)
 	SendBases      []string // base URLs sends go to, round-robin
 	Channel        string
-	Subscribers    int
-	Rate           float64       // messages per second; ignored when Saturate
-	Saturate       bool          // send as fast as the server accepts, InFlight at a time
-	InFlight       int           // concurrent send requests
-	Duration       time.Duration // sending time
-	Grace          time.Duration // time after the last send for deliveries to arrive
-	MaxMessages    int64         // cap on measured messages, 0 = MaxMessages
-	Token          string        // bearer token for sends; empty sends none
-	WarmupTimeout  time.Duration // how long to wait for every subscriber to see a warm-up message
-	DialParallel   int           // concurrent WebSocket handshakes
-	SendTimeout    time.Duration
+	// Channels spreads subscribers and messages over this many channels
+	// (Channel0..ChannelN-1; 1: Channel alone): subscriber i listens to
+	// channel i mod N and message n goes to channel n mod N.
+	Channels      int
+	Subscribers   int
+	Rate          float64       // messages per second; ignored when Saturate
+	Saturate      bool          // send as fast as the server accepts, InFlight at a time
+	InFlight      int           // concurrent send requests
+	Duration      time.Duration // sending time
+	Grace         time.Duration // time after the last send for deliveries to arrive
+	MaxMessages   int64         // cap on measured messages, 0 = MaxMessages
+	Token         string        // bearer token for sends; empty sends none
+	WarmupTimeout time.Duration // how long to wait for every subscriber to see a warm-up message
+	DialParallel  int           // concurrent WebSocket handshakes
+	SendTimeout   time.Duration
 }
 
 func (c *Config) fill() error {
@@ -62,6 +66,12 @@ func (c *Config) fill() error {
 	}
 	if c.Channel == "" {
 		c.Channel = "bench"
+	}
+	if c.Channels <= 0 {
+		c.Channels = 1
+	}
+	if c.Channels > MaxSubscribers {
+		return fmt.Errorf("channels %d above %d", c.Channels, MaxSubscribers)
 	}
 	if c.Subscribers < 1 || c.Subscribers > MaxSubscribers {
 		return fmt.Errorf("subscribers %d outside 1..%d", c.Subscribers, MaxSubscribers)
@@ -100,6 +110,14 @@ func (c *Config) fill() error {
 		return fmt.Errorf("send timeout %s above 1m", c.SendTimeout)
 	}
 	return nil
+}
+
+// channel names channel k of the run.
+func (c *Config) channel(k int) string {
+	if c.Channels <= 1 {
+		return c.Channel
+	}
+	return fmt.Sprint(c.Channel, k%c.Channels)
 }
 
 // total is the number of measured messages the run may send.
@@ -179,6 +197,7 @@ func (c *counter) snapshot() map[string]int64 {
 }
 
 type sub struct {
+	ch     int // channel index
 	conn   *websocket.Conn
 	tally  *Tally
 	warm   atomic.Bool
@@ -242,7 +261,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sendEnd, issued := s.measure(ctx, sent, total, &sendLat)
 
 	// wait for deliveries: all acknowledged messages at every subscriber, or the grace ends
-	want := sent.Len() * int64(len(subs))
+	perChannel := make([]int64, cfg.Channels)
+	for n := int64(0); n < issued; n++ {
+		if sent.Has(n) {
+			perChannel[n%int64(cfg.Channels)]++
+		}
+	}
+	var want int64
+	for _, sb := range subs {
+		want += perChannel[sb.ch]
+	}
 	graceEnd := sendEnd.Add(cfg.Grace)
 	for time.Now().Before(graceEnd) && ctx.Err() == nil {
 		var got int64
@@ -269,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var last int64
 	for _, sb := range subs {
-		lost, unexpected := sb.tally.Compare(sent, issued)
+		lost, unexpected := sb.tally.CompareChannel(sent, issued, int64(cfg.Channels), int64(sb.ch))
 		res.Lost += lost
 		res.Unexpected += unexpected
 		res.Duplicated += sb.tally.Duplicates
@@ -297,10 +325,11 @@ func (r *run) dial(ctx context.Context, client *http.Client, readers *sync.WaitG
 	)
 	for i := 0; i < r.cfg.Subscribers && ctx.Err() == nil; i++ {
 		base := r.cfg.SubscribeBases[i%len(r.cfg.SubscribeBases)]
+		ch := i % r.cfg.Channels
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			u, err := chatwire.WSURL(base, r.cfg.Channel, 0)
+			u, err := chatwire.WSURL(base, r.cfg.channel(ch), 0)
 			if err != nil {
 				r.connErrs.add("bad url")
 				return
@@ -317,7 +346,7 @@ func (r *run) dial(ctx context.Context, client *http.Client, readers *sync.WaitG
 				return
 			}
 			c.SetReadLimit(1 << 20)
-			sb := &sub{conn: c, tally: NewTally()}
+			sb := &sub{ch: ch, conn: c, tally: NewTally()}
 			mu.Lock()
 			subs = append(subs, sb)
 			mu.Unlock()
@@ -377,13 +406,29 @@ func (r *run) read(sb *sub) {
 }
 
 // warmup sends warm-up messages until every subscriber has seen one, so that measured
-// messages are not lost to subscriptions that are still being set up.
+// messages are not lost to subscriptions that are still being set up. Each round sends
+// one to every channel that still has a cold subscriber, InFlight at a time.
 func (r *run) warmup(ctx context.Context, s *sender, subs []*sub) int {
 	deadline := time.Now().Add(r.cfg.WarmupTimeout)
 	for k := 0; ; k++ {
-		if kind := s.post(ctx, FormatWarmup(r.id, k, time.Now()), k, nil); kind != "" {
-			s.errs.add("warm-up " + kind)
+		cold := map[int]bool{}
+		for _, sb := range subs {
+			if !sb.warm.Load() {
+				cold[sb.ch] = true
+			}
 		}
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, r.cfg.InFlight)
+		for ch := range cold {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if kind := s.post(ctx, FormatWarmup(r.id, k, time.Now()), r.cfg.channel(ch), nil); kind != "" {
+					s.errs.add("warm-up " + kind)
+				}
+			})
+		}
+		wg.Wait()
 		tick := time.Now().Add(200 * time.Millisecond)
 		for time.Now().Before(tick) {
 			ready := 0
@@ -404,14 +449,15 @@ type sender struct {
 	run    *run
 	client *http.Client
 	errs   counter
+	next   atomic.Int64 // round-robin over SendBases
 }
 
 // post sends one message; it answers "" when the server acknowledged it (2xx) and
 // the kind of failure otherwise.
-func (s *sender) post(ctx context.Context, text string, n int, lat *hist.Histogram) string {
+func (s *sender) post(ctx context.Context, text, channel string, lat *hist.Histogram) string {
 	cfg := s.run.cfg
-	base := cfg.SendBases[n%len(cfg.SendBases)]
-	body, err := json.Marshal(chatwire.SendBody{Message: text, Channel: cfg.Channel})
+	base := cfg.SendBases[int(s.next.Add(1))%len(cfg.SendBases)]
+	body, err := json.Marshal(chatwire.SendBody{Message: text, Channel: channel})
 	if err != nil {
 		return "encode"
 	}
@@ -480,7 +526,7 @@ func (s *sender) measure(ctx context.Context, sent *SentSet, total int64, lat *h
 						return
 					}
 				}
-				if kind := s.post(ctx, FormatText(s.run.id, n, time.Now()), int(n), lat); kind == "" {
+				if kind := s.post(ctx, FormatText(s.run.id, n, time.Now()), cfg.channel(int(n%int64(cfg.Channels))), lat); kind == "" {
 					sent.Mark(n)
 				} else if ctx.Err() == nil {
 					s.errs.add(kind)

@@ -9,29 +9,47 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Record has the field set and order of the geoip service's JSON answer.
+// Record has the field set and order of the geoip service's JSON answer: every field
+// ipapi.co documents.
 type Record struct {
-	IP            string  `json:"ip"`
-	Version       string  `json:"version"`
-	City          string  `json:"city"`
-	Region        string  `json:"region"`
-	Country       string  `json:"country"`
-	CountryName   string  `json:"country_name"`
-	ContinentCode string  `json:"continent_code"`
-	InEU          bool    `json:"in_eu"`
-	Postal        string  `json:"postal"`
-	Latitude      float64 `json:"latitude"`
-	Longitude     float64 `json:"longitude"`
-	Timezone      string  `json:"timezone"`
-	UTCOffset     string  `json:"utc_offset"`
+	IP                 string  `json:"ip"`
+	Network            string  `json:"network"`
+	Version            string  `json:"version"`
+	City               string  `json:"city"`
+	Region             string  `json:"region"`
+	RegionCode         string  `json:"region_code"`
+	Country            string  `json:"country"`
+	CountryName        string  `json:"country_name"`
+	CountryCode        string  `json:"country_code"`
+	CountryCodeISO3    string  `json:"country_code_iso3"`
+	CountryCapital     string  `json:"country_capital"`
+	CountryTLD         string  `json:"country_tld"`
+	ContinentCode      string  `json:"continent_code"`
+	InEU               bool    `json:"in_eu"`
+	Postal             string  `json:"postal"`
+	Latitude           float64 `json:"latitude"`
+	Longitude          float64 `json:"longitude"`
+	Timezone           string  `json:"timezone"`
+	UTCOffset          string  `json:"utc_offset"`
+	CountryCallingCode string  `json:"country_calling_code"`
+	Currency           string  `json:"currency"`
+	CurrencyName       string  `json:"currency_name"`
+	Languages          string  `json:"languages"`
+	CountryArea        float64 `json:"country_area"`
+	CountryPopulation  int64   `json:"country_population"`
+	ASN                string  `json:"asn"`
+	Org                string  `json:"org"`
 }
 
 // fixed is the answer for 8.8.8.8; only ip and version change per request.
 var fixed = Record{
-	IP: "8.8.8.8", Version: "IPv4", City: "Mountain View", Region: "California",
-	Country: "US", CountryName: "United States", ContinentCode: "NA", InEU: false,
+	IP: "8.8.8.8", Network: "8.8.8.0/24", Version: "IPv4", City: "Mountain View", Region: "California",
+	RegionCode: "CA", Country: "US", CountryName: "United States", CountryCode: "US", CountryCodeISO3: "USA",
+	CountryCapital: "Washington", CountryTLD: ".us", ContinentCode: "NA", InEU: false,
 	Postal: "94043", Latitude: 37.4056, Longitude: -122.0775,
-	Timezone: "America/Los_Angeles", UTCOffset: "-0800",
+	Timezone: "America/Los_Angeles", UTCOffset: "-0800", CountryCallingCode: "+1", Currency: "USD",
+	CurrencyName: "Dollar", Languages: "en-US,es-US,haw,fr", CountryArea: 9629091, CountryPopulation: 327167434,
+	ASN: "AS15169", Org: "Google LLC",
 }
 
 // New returns the floor handler: gin in release mode, recovery but no logger, the

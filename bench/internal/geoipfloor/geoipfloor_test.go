@@ -28,7 +28,8 @@ func TestFloorEchoesTheAddressInAFixedRecord(t *testing.T) {
 }
 
 func TestFloorAnswerMatchesTheReferenceBytes(t *testing.T) {
-	const ref = `{"ip":"8.8.8.8","version":"IPv4","city":"Mountain View","region":"California","country":"US","country_name":"United States","continent_code":"NA","in_eu":false,"postal":"94043","latitude":37.4056,"longitude":-122.0775,"timezone":"America/Los_Angeles","utc_offset":"-0800"}`
+	// The 27 keys of the geoip service's answer, in its order (services/geoip/internal/httpapi).
+	const ref = `{"ip":"8.8.8.8","network":"8.8.8.0/24","version":"IPv4","city":"Mountain View","region":"California","region_code":"CA","country":"US","country_name":"United States","country_code":"US","country_code_iso3":"USA","country_capital":"Washington","country_tld":".us","continent_code":"NA","in_eu":false,"postal":"94043","latitude":37.4056,"longitude":-122.0775,"timezone":"America/Los_Angeles","utc_offset":"-0800","country_calling_code":"+1","currency":"USD","currency_name":"Dollar","languages":"en-US,es-US,haw,fr","country_area":9629091,"country_population":327167434,"asn":"AS15169","org":"Google LLC"}`
 	rec := httptest.NewRecorder()
 	New().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/8.8.8.8/json/", nil))
 	if rec.Body.String() != ref {

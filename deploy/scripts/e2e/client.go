@@ -66,6 +66,28 @@ func (s *stack) do(ctx context.Context, method, path string, body any, auth bool
 	return &response{status: resp.StatusCode, header: resp.Header, body: b, finalURL: resp.Request.URL}, nil
 }
 
+// getRaw sends rawPath exactly as written (no cleaning, escapes kept) and follows no
+// redirect.
+func (s *stack) getRaw(ctx context.Context, rawPath string) (*response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.URL.Opaque = "//" + s.base.Host + rawPath
+	client := *s.http
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading body: %w", rawPath, err)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: b, finalURL: req.URL}, nil
+}
+
 // send posts a message as the administrator and returns the stored message and the
 // replica that stored it.
 func (s *stack) send(ctx context.Context, text string) (chatMessage, string, error) {

@@ -27,6 +27,24 @@ const (
 	servedByHeader = "X-Served-By"
 )
 
+// geoipIndex is the part of geoip's root (GET /geoip/, JSON for API clients) the checks
+// read: links relative to the page, and the endpoints.
+type geoipIndex struct {
+	Docs      string   `json:"docs"`
+	OpenAPI   string   `json:"openapi"`
+	Health    string   `json:"health"`
+	Endpoints []string `json:"endpoints"`
+}
+
+// metricsPaths are ways to ask the proxy for a service's /metrics, which it must refuse:
+// the plain path, another case, a trailing slash, a doubled slash, a dot segment and a
+// percent-escape (Caddy's path matcher sees them all as /metrics; gin would too for some).
+var metricsPaths = []string{
+	geoipPrefix + "/metrics", chatPrefix + "/metrics",
+	geoipPrefix + "/METRICS", chatPrefix + "/metrics/",
+	geoipPrefix + "//metrics", chatPrefix + "/./metrics", chatPrefix + "/%6detrics",
+}
+
 // geoipLocation is the part of a geoip lookup the checks read.
 type geoipLocation struct {
 	IP      string `json:"ip"`
@@ -62,7 +80,7 @@ type frame struct {
 	Type      string    `json:"type"`
 	LastID    messageID `json:"last_id"`
 	Recovered bool      `json:"recovered"`
-	// Replica names the chat process that holds the connection, when the server says.
+	// Replica is the host name of the chat container that holds the connection.
 	Replica string       `json:"replica"`
 	Message *chatMessage `json:"message"`
 }

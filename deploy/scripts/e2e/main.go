@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ func main() {
 	channel := flag.String("channel", "general", "chat channel")
 	prometheus := flag.String("prometheus", "http://localhost:9090", "Prometheus's address (scenario monitoring)")
 	want := flag.String("want", "geoip=2,chat=2", "healthy scrape targets per job (scenario monitoring)")
+	chatHosts := flag.String("chat-hosts", "", "comma-separated host names of the chat containers: every hello's replica must be one (scenario scale)")
 	disrupt := flag.String("disrupt", "", "shell command run at the scenario's fault point (failover: with $UPSTREAM set to the replica to kill)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "whole scenario")
 	flag.Usage = func() {
@@ -44,7 +46,12 @@ func main() {
 		os.Exit(2)
 	}
 	s := &stack{base: u, token: *token, channel: *channel, http: &http.Client{Timeout: 15 * time.Second}}
-	r := &runner{stack: s, disrupt: *disrupt, prometheus: *prometheus, wantTargets: *want}
+	r := &runner{stack: s, disrupt: *disrupt, prometheus: *prometheus, wantTargets: *want, chatHosts: map[string]bool{}}
+	for _, h := range strings.Split(*chatHosts, ",") {
+		if h != "" {
+			r.chatHosts[h] = true
+		}
+	}
 
 	scenarios := map[string]func(context.Context){
 		"smoke":      r.smoke,
@@ -73,6 +80,7 @@ type runner struct {
 	disrupt        string
 	prometheus     string
 	wantTargets    string
+	chatHosts      map[string]bool
 	passed, failed int
 }
 
@@ -139,6 +147,8 @@ func (r *runner) smoke(ctx context.Context) {
 		}
 		return nil
 	})
+	r.check("geoip root names the endpoints, docs and health, under the prefix", func() error { return r.geoipRoot(ctx) })
+	r.check("/metrics is not served through the proxy", func() error { return r.metricsNotPublic(ctx) })
 	for _, prefix := range []string{geoipPrefix, chatPrefix} {
 		r.check(prefix+"/docs renders behind the proxy", func() error { return r.docs(ctx, prefix) })
 		r.check(prefix+"/openapi.json servers carry the prefix", func() error { return r.openAPI(ctx, prefix) })
@@ -165,6 +175,57 @@ func (r *runner) smoke(ctx context.Context) {
 		}
 		return c.await(ctx, 10*time.Second, m)
 	})
+}
+
+// geoipRoot: /geoip/ answers an index whose relative links work under the prefix.
+func (r *runner) geoipRoot(ctx context.Context) error {
+	res, err := r.get(ctx, geoipPrefix+"/")
+	if err != nil {
+		return err
+	}
+	if err := wantStatus(res, http.StatusOK); err != nil {
+		return err
+	}
+	var idx geoipIndex
+	if err := json.Unmarshal(res.body, &idx); err != nil {
+		return fmt.Errorf("body %s: %w", snippet(res.body), err)
+	}
+	if !slices.Contains(idx.Endpoints, "GET /{ip}/json/") {
+		return fmt.Errorf("endpoints %v lack GET /{ip}/json/", idx.Endpoints)
+	}
+	for _, link := range []string{idx.Docs, idx.OpenAPI, idx.Health} {
+		ref, err := url.Parse(link)
+		if err != nil || link == "" {
+			return fmt.Errorf("bad link %q in %s", link, snippet(res.body))
+		}
+		target := res.finalURL.ResolveReference(ref).Path
+		if !strings.HasPrefix(target, geoipPrefix+"/") {
+			return fmt.Errorf("link %q leads to %s, outside %s/", link, target, geoipPrefix)
+		}
+		got, err := r.get(ctx, target)
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(got, http.StatusOK); err != nil {
+			return fmt.Errorf("link %q: %w", link, err)
+		}
+	}
+	return nil
+}
+
+// metricsNotPublic: every spelling of a service's /metrics answers 404 through the proxy,
+// and none of them leaks Prometheus's exposition format.
+func (r *runner) metricsNotPublic(ctx context.Context) error {
+	for _, p := range metricsPaths {
+		res, err := r.getRaw(ctx, p)
+		if err != nil {
+			return err
+		}
+		if res.status != http.StatusNotFound || strings.Contains(string(res.body), "# HELP") {
+			return fmt.Errorf("%s: status %d, want 404: %s", p, res.status, snippet(res.body))
+		}
+	}
+	return nil
 }
 
 func (r *runner) docs(ctx context.Context, prefix string) error {
@@ -250,8 +311,16 @@ func (r *runner) scale(ctx context.Context) {
 		for _, c := range clients {
 			replicas[c.hello.Replica] = true
 		}
-		if !replicas[""] && len(replicas) < 2 {
+		if len(replicas) < 2 {
 			return fmt.Errorf("the proxy put every WebSocket on replica %v", keys(replicas))
+		}
+		// The name in hello is the container's host name: what docker ps and the logs show.
+		if len(r.chatHosts) > 0 {
+			for name := range replicas {
+				if !r.chatHosts[name] {
+					return fmt.Errorf("hello names replica %q, not one of the chat containers' host names %v", name, keys(r.chatHosts))
+				}
+			}
 		}
 		return nil
 	}) {

@@ -60,7 +60,9 @@ type UpdateInput struct {
 	Body ItemBody
 }
 
-// Store keeps items in memory.
+// Store keeps items in memory. items is copy-on-write: a write replaces
+// the slice and never changes one a reader may still be encoding, so a list
+// is answered from the slice itself, without a copy per request.
 type Store struct {
 	mu    sync.Mutex
 	next  int
@@ -89,12 +91,13 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 		Description: "Items in creation order, paged with limit and offset.",
 	}, func(c *apiserver.Context[struct{}], in *ListInput) (ListOutput, error) {
 		st.mu.Lock()
-		defer st.mu.Unlock()
+		items := st.items
+		st.mu.Unlock()
 		page := []Item{}
-		if in.Offset < len(st.items) {
-			page = slices.Clone(st.items[in.Offset:min(in.Offset+in.Limit, len(st.items))])
+		if in.Offset < len(items) {
+			page = items[in.Offset:min(in.Offset+in.Limit, len(items))]
 		}
-		return ListOutput{Items: page, Total: len(st.items)}, nil
+		return ListOutput{Items: page, Total: len(items)}, nil
 	})
 	apiserver.Register(srv, apiserver.Operation{
 		Method: "GET", URL: "/items/:id", Summary: "Get an item", Tags: []string{"items"},
@@ -119,7 +122,7 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 			it.Tags = []string{}
 		}
 		st.next++
-		st.items = append(st.items, it)
+		st.items = append(slices.Clip(st.items), it) // a new array: readers keep theirs
 		return it, nil
 	})
 	apiserver.Register(srv, apiserver.Operation{
@@ -132,11 +135,13 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 		if i < 0 {
 			return Item{}, apiserver.NotFoundError(fmt.Sprintf("Item %s not found", in.ID))
 		}
-		it := &st.items[i]
+		items := slices.Clone(st.items)
+		it := &items[i]
 		it.Name, it.Price, it.Tags = in.Body.Name, in.Body.Price, in.Body.Tags
 		if it.Tags == nil {
 			it.Tags = []string{}
 		}
+		st.items = items
 		return *it, nil
 	})
 	apiserver.Register(srv, apiserver.Operation{
@@ -149,7 +154,7 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 		if i < 0 {
 			return apiserver.NoBody{}, apiserver.NotFoundError(fmt.Sprintf("Item %s not found", in.ID))
 		}
-		st.items = slices.Delete(st.items, i, i+1)
+		st.items = slices.Delete(slices.Clone(st.items), i, i+1)
 		return apiserver.NoBody{}, nil
 	})
 }

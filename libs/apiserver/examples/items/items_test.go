@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,14 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/browsertest"
+	"github.com/apistack/platform/libs/apiserver/openapitest"
+)
+
+// client sends the tests' requests; newTestServer points it at a
+// transport that checks every answer against the server's own document.
+var (
+	client   = http.DefaultClient
+	contract *openapitest.Validator
 )
 
 func newTestServer(t *testing.T) *httptest.Server {
@@ -29,6 +38,12 @@ func newTestServer(t *testing.T) *httptest.Server {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
+	v, err := openapitest.FromHandler(srv.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, contract = &http.Client{Transport: v.Transport(t, nil)}, v
+	t.Cleanup(func() { client, contract = http.DefaultClient, nil })
 	return ts
 }
 
@@ -41,7 +56,7 @@ func do(t *testing.T, method, url, body string, authed bool) (*http.Response, st
 	if authed {
 		req.Header.Set("Authorization", "Bearer example-token-0123456789")
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +88,37 @@ func TestItemsLifecycle(t *testing.T) {
 		{"DELETE", "/items/1", "", true, 204, ""},
 		{"GET", "/items/1", "", false, 404, "Item 1 not found"},
 		{"GET", "/items/abc", "", false, 400, "params.id"},
+		{"PATCH", "/items/1", `{}`, true, 405, "not allowed"},
+		{"HEAD", "/items", "", false, 200, ""},
 	}
 	for _, s := range steps {
 		res, body := do(t, s.method, ts.URL+s.path, s.body, s.authed)
 		if res.StatusCode != s.status || !strings.Contains(body, s.contains) {
 			t.Fatalf("%s %s: %d %s; want %d containing %q", s.method, s.path, res.StatusCode, body, s.status, s.contains)
 		}
+	}
+	if n := contract.Checked(); n != len(steps) {
+		t.Errorf("%d answers checked against the document, want %d", n, len(steps))
+	}
+}
+
+// TestExamplesMatchTheirSchemas: every example in the document validates
+// against its own schema (kin-openapi, JSON Schema 2020-12).
+func TestExamplesMatchTheirSchemas(t *testing.T) {
+	srv, _, err := NewServer(apiserver.Config[struct{}]{APIToken: "example-token-0123456789", Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := openapitest.FromHandler(srv.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, errs := openapitest.ExampleErrors(v.Doc())
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if checked < 5 {
+		t.Errorf("only %d examples checked; the example declares more", checked)
 	}
 }
 
@@ -121,4 +161,30 @@ func TestDocsRenderInBrowser(t *testing.T) {
 		_ = os.MkdirAll(dir, 0o755)
 		_ = os.WriteFile(filepath.Join(dir, "items-docs.png"), shot, 0o644)
 	}
+}
+
+// TestListWhileWriting: lists are answered from the stored slice without a
+// copy, so writes must never change a slice a list may still be encoding
+// (run with -race; a list also always sees whole items).
+func TestListWhileWriting(t *testing.T) {
+	ts := newTestServer(t)
+	for range 3 {
+		do(t, "POST", ts.URL+"/items", `{"name":"a","price":1}`, true)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10 { // the example keeps its default limit: 100 per client
+			do(t, "PUT", ts.URL+"/items/2", `{"name":"b`+strconv.Itoa(i)+`","price":2}`, true)
+			do(t, "POST", ts.URL+"/items", `{"name":"c"}`, true)
+			do(t, "DELETE", ts.URL+"/items/"+strconv.Itoa(4+i), "", true)
+		}
+	}()
+	for range 20 {
+		res, body := do(t, "GET", ts.URL+"/items?limit=100", "", false)
+		if res.StatusCode != 200 || !strings.Contains(body, `"total":`) {
+			t.Fatalf("list: %d %s", res.StatusCode, body)
+		}
+	}
+	<-done
 }

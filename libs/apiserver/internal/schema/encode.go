@@ -168,7 +168,7 @@ func elemOf(n *Node) *Node {
 func (c *compiler) structFields(t reflect.Type, n *Node) ([]encField, bool) {
 	byIndex := map[int]*Field{}
 	if n != nil && n.kind == kindStruct {
-		for _, f := range n.fields {
+		for _, f := range n.Fields() {
 			if len(f.Index) == 1 {
 				byIndex[f.Index[0]] = f
 			}
@@ -301,9 +301,9 @@ func (e *Encoder) Append(dst []byte, v reflect.Value, path string, errs *Errors)
 	// The walk only learns whether something is wrong: tracking where it
 	// is would cost every valid value. A finding is rare (a bug in the
 	// handler), and CheckValue then walks again to say where.
-	st.w = getWalker("")
+	st.w = getWalker("", 1)
 	dst = st.encode(dst, e.root, v)
-	found := len(st.w.found) > 0
+	found := st.w.failed()
 	st.w.release(nil)
 	if found {
 		e.node.CheckValue(v, path, errs)

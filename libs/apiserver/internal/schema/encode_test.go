@@ -49,49 +49,51 @@ type inner struct {
 }
 
 type everything struct {
-	S         string                `json:"s"`
-	Esc       string                `json:"esc,omitempty"`
-	B         bool                  `json:"b"`
-	I         int                   `json:"i" minimum:"-5"`
-	I8        int8                  `json:"i8"`
-	U         uint64                `json:"u"`
-	F32       float32               `json:"f32"`
-	F64       float64               `json:"f64"`
-	T         time.Time             `json:"t"`
-	TP        *time.Time            `json:"tp"`
-	TZ        time.Time             `json:"tz,omitzero"`
-	P         *inner                `json:"p"`
-	PNil      *inner                `json:"p_nil"`
-	PP        **int                 `json:"pp"`
-	Inner     inner                 `json:"inner"`
-	List      []inner               `json:"list" maxItems:"3"`
-	NilList   []int                 `json:"nil_list"`
-	Empty     []int                 `json:"empty,omitempty"`
-	Arr       [3]int                `json:"arr"`
-	ByteArr   [2]byte               `json:"byte_arr"`
-	Bytes     []byte                `json:"bytes"`
-	Map       map[string]inner      `json:"map"`
-	NilMap    map[string]int        `json:"nil_map"`
-	NamedKeys map[textKey]int       `json:"named_keys"`
-	Any       any                   `json:"any"`
-	AnyNil    any                   `json:"any_nil"`
-	Raw       json.RawMessage       `json:"raw"`
-	VM        valMarshaler          `json:"vm"`
-	PM        ptrMarshaler          `json:"pm"`
-	PMs       []ptrMarshaler        `json:"pms"`
-	PMPtr     *ptrMarshaler         `json:"pm_ptr"`
-	Text      textKey               `json:"text"`
-	Addr      netip.Addr            `json:"addr"`
-	Zero      zeroer                `json:"zero,omitzero"`
-	PZero     ptrZeroer             `json:"pzero,omitzero"`
-	Both      string                `json:"both,omitempty,omitzero"`
-	Emb       embedded              `json:"emb"`
-	BadTag    int                   `json:"bad\"tag"`
-	Dash      int                   `json:"-,"`
-	Skipped   int                   `json:"-"`
-	unexp     int                   //nolint:unused // encoding/json skips it
-	Untagged  string                //
-	Nested    map[string][]*float64 `json:"nested"`
+	S         string           `json:"s"`
+	Esc       string           `json:"esc,omitempty"`
+	B         bool             `json:"b"`
+	I         int              `json:"i" minimum:"-5"`
+	I8        int8             `json:"i8"`
+	U         uint64           `json:"u"`
+	F32       float32          `json:"f32"`
+	F64       float64          `json:"f64"`
+	T         time.Time        `json:"t"`
+	TP        *time.Time       `json:"tp"`
+	TZ        time.Time        `json:"tz,omitzero"`
+	P         *inner           `json:"p"`
+	PNil      *inner           `json:"p_nil"`
+	PP        **int            `json:"pp"`
+	Inner     inner            `json:"inner"`
+	List      []inner          `json:"list" maxItems:"3"`
+	NilList   []int            `json:"nil_list"`
+	Empty     []int            `json:"empty,omitempty"`
+	Arr       [3]int           `json:"arr"`
+	ByteArr   [2]byte          `json:"byte_arr"`
+	Bytes     []byte           `json:"bytes"`
+	Map       map[string]inner `json:"map"`
+	NilMap    map[string]int   `json:"nil_map"`
+	NamedKeys map[textKey]int  `json:"named_keys"`
+	Any       any              `json:"any"`
+	AnyNil    any              `json:"any_nil"`
+	Raw       json.RawMessage  `json:"raw"`
+	VM        valMarshaler     `json:"vm"`
+	PM        ptrMarshaler     `json:"pm"`
+	PMs       []ptrMarshaler   `json:"pms"`
+	PMPtr     *ptrMarshaler    `json:"pm_ptr"`
+	Text      textKey          `json:"text"`
+	Addr      netip.Addr       `json:"addr"`
+	Zero      zeroer           `json:"zero,omitzero"`
+	PZero     ptrZeroer        `json:"pzero,omitzero"`
+	Both      string           `json:"both,omitempty,omitzero"`
+	Emb       embedded         `json:"emb"`
+	//lint:ignore SA5008 a malformed tag on purpose: the encoder must fall back as encoding/json does
+	BadTag int `json:"bad\"tag"`
+	//lint:ignore SA5008 "-," names the field "-", as encoding/json documents
+	Dash     int                   `json:"-,"`
+	Skipped  int                   `json:"-"`
+	unexp    int                   //nolint:unused // encoding/json skips it
+	Untagged string                //
+	Nested   map[string][]*float64 `json:"nested"`
 }
 
 type tree struct {
@@ -202,7 +204,7 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 		{"map", map[string]*inner{"b": nil, "a": {Name: "x"}}},
 		{"tree", tree{Label: "root", Children: []*tree{{Label: "a"}, {Label: "bb", Children: []*tree{{Label: "c"}}}}}},
 		{"string", "<script>"},
-		{"floats", []float64{0, -0.0, 1, -1.5, 1e-6, 1e-7, 123456789, 1e20, 1e21, math.MaxFloat64, math.SmallestNonzeroFloat64}},
+		{"floats", []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-6, 1e-7, 123456789, 1e20, 1e21, math.MaxFloat64, math.SmallestNonzeroFloat64}},
 		{"float32s", []float32{0, 1e-7, 1e20, 1e21, 3.4e38, 1.0000001}},
 		{"time", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"any", []any{1, "x", nil, map[string]any{"b": 1, "a": []int{2}}}},

@@ -65,8 +65,11 @@ type Node struct {
 	nullable bool // the Go type is a pointer: JSON null is accepted
 	bits     int  // integer width for range checks
 
-	elem   *Node    // slice items, map values
-	fields []*Field // struct properties in declaration order
+	elem *Node // slice items, map values
+	// fields are the struct's properties in declaration order, behind a
+	// pointer that the copies FieldNode makes share: a recursive type's
+	// inner references are copied before its fields are all collected.
+	fields *[]*Field
 	byName map[string]*Field
 
 	min, max, exclMin, exclMax *float64
@@ -219,7 +222,7 @@ func intFormat(bits int) string {
 }
 
 func (r *Registry) structNode(t reflect.Type) (*Node, error) {
-	n := &Node{typ: t, kind: kindStruct, byName: map[string]*Field{}}
+	n := &Node{typ: t, kind: kindStruct, byName: map[string]*Field{}, fields: new([]*Field)}
 	full := &Schema{Type: "object", Properties: map[string]*Schema{}, AdditionalProperties: false}
 	if t.Name() != "" {
 		name := r.defName(t)
@@ -233,7 +236,7 @@ func (r *Registry) structNode(t reflect.Type) (*Node, error) {
 		delete(r.nodes, t)
 		return nil, err
 	}
-	for _, f := range n.fields {
+	for _, f := range n.Fields() {
 		full.Properties[f.Name] = f.Node.Schema
 		if f.Required {
 			full.Required = append(full.Required, f.Name)
@@ -317,7 +320,7 @@ func (r *Registry) collectFields(n *Node, t reflect.Type, index []int) error {
 		if _, dup := n.byName[name]; dup {
 			return fmt.Errorf("%s: two fields are named %q in JSON", t.Name(), name)
 		}
-		n.fields = append(n.fields, f)
+		*n.fields = append(*n.fields, f)
 		n.byName[name] = f
 	}
 	return nil
@@ -435,11 +438,11 @@ func applyTags(n *Node, tag reflect.StructTag) error {
 		s.Default = v.Interface()
 	}
 	if ex, ok := tag.Lookup("example"); ok {
-		if v, err := n.ParseText(ex); err == nil {
-			s.Examples = []any{v.Interface()}
-		} else {
-			s.Examples = []any{ex}
+		v, err := exampleValue(n, ex)
+		if err != nil {
+			return fmt.Errorf("example %q: %w", ex, err)
 		}
+		s.Examples = []any{v}
 	}
 	if tag.Get("deprecated") == "true" {
 		s.Deprecated = true
@@ -448,7 +451,12 @@ func applyTags(n *Node, tag reflect.StructTag) error {
 }
 
 // Fields returns the properties of a struct node.
-func (n *Node) Fields() []*Field { return n.fields }
+func (n *Node) Fields() []*Field {
+	if n.fields == nil {
+		return nil
+	}
+	return *n.fields
+}
 
 // Type is the Go type of the node (without pointers).
 func (n *Node) Type() reflect.Type { return n.typ }
@@ -473,4 +481,33 @@ func (r *Registry) SortedDefinitionNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// exampleValue is the example tag's value as the document shows it: JSON
+// for arrays, maps and structs (`example:"[\"a\",\"b\"]"`), else the text
+// read as a query value would be. An example that is not a value of the
+// type is a declaration error: the document would show, and Swagger UI
+// send, something the endpoint refuses.
+func exampleValue(n *Node, text string) (any, error) {
+	switch n.typ.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct:
+		if t := strings.TrimSpace(text); strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
+			if err := json.Unmarshal([]byte(t), reflect.New(n.typ).Interface()); err != nil {
+				return nil, fmt.Errorf("not a JSON %s: %v", n.typ, err)
+			}
+			var v any
+			if err := json.Unmarshal([]byte(t), &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+	}
+	v, err := n.ParseText(text)
+	if err != nil {
+		return nil, err
+	}
+	if n.kind == kindSlice {
+		return []any{v.Interface()}, nil // ParseText reads one item of a list
+	}
+	return v.Interface(), nil
 }

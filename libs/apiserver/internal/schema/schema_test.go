@@ -29,7 +29,9 @@ type node struct {
 	Lookup   map[string]*node `json:"lookup,omitempty"`
 }
 
-func decode(t *testing.T, s string) any {
+func decode(t *testing.T, s string) any { return decodeB(t, s) }
+
+func decodeB(t testing.TB, s string) any {
 	t.Helper()
 	d := json.NewDecoder(strings.NewReader(s))
 	d.UseNumber()
@@ -60,7 +62,7 @@ func TestCheckJSON(t *testing.T) {
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","score":0}`, []string{"x.score: must be greater than 0"}},
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","score":null}`, nil},
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","meta":{"x":128}}`, []string{"x.meta.x: expected an integer that fits in 8 bits"}},
-		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","children":[{},{},{}]}`, []string{"x.children: must have at most 2 items", "x.children[0].name: is required"}},
+		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","children":[{},{},{}]}`, []string{"x.children: must have at most 2 items, got 3"}}, // items past maxItems are not walked
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","tags":["a","c"]}`, []string{"x.tags[1]: must be one of: a, b"}},
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","Ignored":"x"}`, []string{"x.Ignored: is not an allowed field"}},
 		{`{"created_at":"2024-01-01T00:00:00Z","name":"ab","lookup":{"k":{"name":"Q"}}}`, []string{"x.lookup.k.created_at: is required", "x.lookup.k.name: must match"}},
@@ -207,4 +209,42 @@ func FuzzParseText(f *testing.F) {
 			n.CheckValue(v, "q", &errs)
 		}
 	})
+}
+
+// TestExamplesAreValuesOfTheirType: an array example written as JSON is an
+// array in the document, a bare word on a list is a one-item list, and an
+// example that is not a value of the type is refused at registration.
+func TestExamplesAreValuesOfTheirType(t *testing.T) {
+	type ok struct {
+		List  []string       `json:"list" example:"[\"8.8.8.8\",\"1.1.1.1\"]"`
+		One   []int          `json:"one" example:"3"`
+		Map   map[string]int `json:"map" example:"{\"a\":1}"`
+		Count int            `json:"count" example:"4"`
+	}
+	n, err := NewRegistry().Type(reflect.TypeFor[ok]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range n.Fields() {
+		b, _ := json.Marshal(f.Node.Schema.Examples)
+		got[f.Name] = string(b)
+	}
+	want := map[string]string{"list": `[["8.8.8.8","1.1.1.1"]]`, "one": `[[3]]`, "map": `[{"a":1}]`, "count": `[4]`}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s examples = %s, want %s", k, got[k], w)
+		}
+	}
+	type badList struct {
+		A []int `json:"a" example:"[\"x\"]"`
+	}
+	type badInt struct {
+		A int `json:"a" example:"four"`
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[badList](), reflect.TypeFor[badInt]()} {
+		if _, err := NewRegistry().Type(typ); err == nil || !strings.Contains(err.Error(), "example") {
+			t.Errorf("%v: err = %v, want the example refused", typ, err)
+		}
+	}
 }

@@ -3,11 +3,13 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/mail"
 	"net/netip"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +24,14 @@ type FieldError struct {
 }
 
 // Errors collects violations; every check appends instead of stopping, so a
-// client sees all of its mistakes at once.
+// client sees its mistakes at once, up to MaxFindings of them.
 type Errors []FieldError
+
+// MaxFindings is how many violations one check records. The rest are only
+// counted (CheckJSON and CheckValue return how many), so a hostile body
+// of a million bad items costs a counter, not a million formatted
+// messages in memory and in the answer.
+const MaxFindings = 20
 
 func (e *Errors) add(path, format string, args ...any) {
 	*e = append(*e, FieldError{Field: path, Message: fmt.Sprintf(format, args...)})
@@ -35,8 +43,10 @@ func (e *Errors) add(path, format string, args ...any) {
 // Walkers are pooled, and collect findings in their own slice, so that the
 // caller's Errors stays on its stack.
 type walker struct {
-	found Errors
-	segs  []seg
+	found   Errors
+	room    int // findings still recorded; past it they are only counted
+	omitted int
+	segs    []seg
 }
 
 type seg struct {
@@ -46,25 +56,53 @@ type seg struct {
 
 var walkers = sync.Pool{New: func() any { return &walker{segs: make([]seg, 0, 8)} }}
 
-// getWalker returns a pooled walker at root; release gives it back.
-func getWalker(root string) *walker {
+// getWalker returns a pooled walker at root that records up to room
+// findings; release gives it back.
+func getWalker(root string, room int) *walker {
 	w := walkers.Get().(*walker)
 	w.segs = w.segs[:0]
+	w.room = room
+	w.omitted = 0
 	if root != "" {
 		w.segs = append(w.segs, seg{name: root})
 	}
 	return w
 }
 
-// release appends the findings to errs (when not nil) and pools w.
-func (w *walker) release(errs *Errors) {
+// roomIn is what a check appending to errs may still record.
+func roomIn(errs *Errors) int {
+	if errs == nil {
+		return MaxFindings
+	}
+	return max(0, MaxFindings-len(*errs))
+}
+
+// release appends the findings to errs (when not nil), pools w and
+// returns how many findings were counted but not recorded.
+func (w *walker) release(errs *Errors) int {
 	if errs != nil {
 		*errs = append(*errs, w.found...)
 	}
+	omitted := w.omitted
 	clear(w.found)
 	w.found = w.found[:0]
 	walkers.Put(w)
+	return omitted
 }
+
+// wrongType records "expected <want>, got <what v is>". It is the finding
+// a hostile array of wrong items repeats, so past the room it costs a
+// counter: no argument is boxed for a message never written.
+func (w *walker) wrongType(want string, v any) {
+	if len(w.found) >= w.room {
+		w.omitted++
+		return
+	}
+	w.found.add(w.path(), "expected %s, got %s", want, jsonKind(v))
+}
+
+// failed reports whether the walk found anything, recorded or not.
+func (w *walker) failed() bool { return len(w.found) > 0 || w.omitted > 0 }
 
 func (w *walker) push(name string) { w.segs = append(w.segs, seg{name: name}) }
 func (w *walker) pushIndex(i int)  { w.segs = append(w.segs, seg{index: i}) }
@@ -87,7 +125,15 @@ func (w *walker) path() string {
 	return b.String()
 }
 
-func (w *walker) add(format string, args ...any) { w.found.add(w.path(), format, args...) }
+// add records a finding while there is room, and past it only counts it:
+// neither the path nor the message is formatted.
+func (w *walker) add(format string, args ...any) {
+	if len(w.found) >= w.room {
+		w.omitted++
+		return
+	}
+	w.found.add(w.path(), format, args...)
+}
 
 // ParseText coerces one text value (a query or path parameter, a tag
 // default) to the node's Go type. Lists take one element per call.
@@ -184,14 +230,15 @@ func (n *Node) SetText(dst reflect.Value, s string) error {
 }
 
 // CheckValue validates a Go value (a coerced parameter or a handler's
-// result) against the node, appending violations under path.
-func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) {
+// result) against the node, appending violations under path until errs
+// holds MaxFindings; it returns how many more it found.
+func (n *Node) CheckValue(v reflect.Value, path string, errs *Errors) (omitted int) {
 	if n.trivial() {
-		return
+		return 0
 	}
-	w := getWalker(path)
+	w := getWalker(path, roomIn(errs))
 	n.checkValue(v, w)
-	w.release(errs)
+	return w.release(errs)
 }
 
 func (n *Node) checkValue(v reflect.Value, w *walker) {
@@ -227,8 +274,7 @@ func (n *Node) checkValue(v reflect.Value, w *walker) {
 			}
 			return
 		}
-		n.checkItems(v.Len(), w)
-		if n.elem.trivial() {
+		if !n.checkItems(v.Len(), w) || n.elem.trivial() {
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
@@ -247,7 +293,7 @@ func (n *Node) checkValue(v reflect.Value, w *walker) {
 			w.pop()
 		}
 	case kindStruct:
-		for _, f := range n.fields {
+		for _, f := range n.Fields() {
 			if f.Node.trivial() {
 				continue
 			}
@@ -289,11 +335,16 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 }
 
 // CheckJSON validates a value decoded by encoding/json with UseNumber
-// (maps, slices, json.Number, string, bool, nil) against the node.
-func (n *Node) CheckJSON(v any, path string, errs *Errors) {
-	w := getWalker(path)
+// (maps, slices, json.Number, string, bool, nil) against the node,
+// appending violations under path until errs holds MaxFindings; it
+// returns how many more it found. An array longer than its maxItems is
+// not walked: its items are not looked at, so a huge array costs one
+// finding. Otherwise the walk is linear in the document, which the
+// caller's body limit bounds.
+func (n *Node) CheckJSON(v any, path string, errs *Errors) (omitted int) {
+	w := getWalker(path, roomIn(errs))
 	n.checkJSON(v, w)
-	w.release(errs)
+	return w.release(errs)
 }
 
 func (n *Node) checkJSON(v any, w *walker) {
@@ -309,18 +360,18 @@ func (n *Node) checkJSON(v any, w *walker) {
 	case kindString, kindTime:
 		s, ok := v.(string)
 		if !ok {
-			w.add("expected a string, got %s", jsonKind(v))
+			w.wrongType("a string", v)
 			return
 		}
 		n.checkString(s, w)
 	case kindBool:
 		if _, ok := v.(bool); !ok {
-			w.add("expected a boolean, got %s", jsonKind(v))
+			w.wrongType("a boolean", v)
 		}
 	case kindInt, kindUint:
 		num, ok := v.(json.Number)
 		if !ok {
-			w.add("expected an integer, got %s", jsonKind(v))
+			w.wrongType("an integer", v)
 			return
 		}
 		if n.kind == kindInt {
@@ -341,7 +392,7 @@ func (n *Node) checkJSON(v any, w *walker) {
 	case kindFloat:
 		num, ok := v.(json.Number)
 		if !ok {
-			w.add("expected a number, got %s", jsonKind(v))
+			w.wrongType("a number", v)
 			return
 		}
 		f, err := num.Float64()
@@ -353,10 +404,12 @@ func (n *Node) checkJSON(v any, w *walker) {
 	case kindSlice:
 		list, ok := v.([]any)
 		if !ok {
-			w.add("expected an array, got %s", jsonKind(v))
+			w.wrongType("an array", v)
 			return
 		}
-		n.checkItems(len(list), w)
+		if !n.checkItems(len(list), w) {
+			return
+		}
 		for i, item := range list {
 			w.pushIndex(i)
 			n.elem.checkJSON(item, w)
@@ -365,21 +418,26 @@ func (n *Node) checkJSON(v any, w *walker) {
 	case kindMap:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			w.add("expected an object, got %s", jsonKind(v))
+			w.wrongType("an object", v)
 			return
 		}
-		for k, item := range obj {
+		if n.elem.kind == kindAny {
+			return
+		}
+		// Sorted, so that which findings fit under the cap does not
+		// depend on map order.
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			w.push(k)
-			n.elem.checkJSON(item, w)
+			n.elem.checkJSON(obj[k], w)
 			w.pop()
 		}
 	case kindStruct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			w.add("expected an object, got %s", jsonKind(v))
+			w.wrongType("an object", v)
 			return
 		}
-		for _, f := range n.fields {
+		for _, f := range n.Fields() {
 			item, present := obj[f.Name]
 			w.push(f.Name)
 			if !present {
@@ -391,25 +449,27 @@ func (n *Node) checkJSON(v any, w *walker) {
 			}
 			w.pop()
 		}
-		if hasUnknown(obj, n.byName) {
-			for _, k := range sortedKeys(obj) {
-				if _, known := n.byName[k]; !known {
-					w.push(k)
-					w.add("is not an allowed field")
-					w.pop()
-				}
-			}
+		first, count := unknownKeys(obj, n.byName, max(0, w.room-len(w.found)))
+		for _, k := range first {
+			w.push(k)
+			w.add("is not an allowed field")
+			w.pop()
 		}
+		w.omitted += count - len(first)
 	}
 }
 
-func hasUnknown(obj map[string]any, known map[string]*Field) bool {
+// unknownKeys returns the keys of obj that are not fields: the first
+// limit of them by name, in order (so a request gets the same findings
+// whatever the map order), and how many there are.
+func unknownKeys(obj map[string]any, known map[string]*Field, limit int) (first []string, count int) {
 	for k := range obj {
 		if _, ok := known[k]; !ok {
-			return true
+			count++
+			first = keepFirst(first, k, limit)
 		}
 	}
-	return false
+	return first, count
 }
 
 // ApplyDefaults sets declared defaults on fields that the decoded JSON
@@ -425,7 +485,7 @@ func (n *Node) ApplyDefaults(doc any, v reflect.Value) {
 	switch n.kind {
 	case kindStruct:
 		obj, _ := doc.(map[string]any)
-		for _, f := range n.fields {
+		for _, f := range n.Fields() {
 			fv, ok := fieldByIndex(v, f.Index)
 			if !ok {
 				continue
@@ -529,13 +589,17 @@ func (n *Node) checkNumber(f float64, w *walker) {
 	}
 }
 
-func (n *Node) checkItems(l int, w *walker) {
+// checkItems checks a list's length, and reports false when it is over
+// maxItems: the caller then does not walk the items.
+func (n *Node) checkItems(l int, w *walker) bool {
 	if n.minItems != nil && l < *n.minItems {
 		w.add("must have at least %d items", *n.minItems)
 	}
 	if n.maxItems != nil && l > *n.maxItems {
-		w.add("must have at most %d items", *n.maxItems)
+		w.add("must have at most %d items, got %d", *n.maxItems, l)
+		return false
 	}
+	return true
 }
 
 func checkFormat(format, s string) string {
@@ -595,13 +659,6 @@ func isUUID(s string) bool {
 	return true
 }
 
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
 func jsonKind(v any) string {
 	switch v.(type) {
 	case string:
@@ -647,18 +704,4 @@ func enumList(values []any) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// Small maps: insertion sort keeps this allocation-light.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
-	"github.com/apistack/platform/libs/apiserver/redisconn"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
@@ -41,20 +40,15 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 	return srv, auth, nil
 }
 
-// openStore opens the engine: memory, or Redis on the server's client plus
-// a second pool for the blocking reads of live delivery (a blocked XREAD
-// holds its connection; sends must never wait behind one). The second
-// pool closes with the server, after live delivery's shutdown hooks.
+// openStore opens the engine: memory, or Redis on the server's client (one
+// server, Sentinel or Cluster, as REDIS_URL says). Live delivery needs no
+// pool of its own: it reads every channel through one Pub/Sub connection
+// and short non-blocking reads (internal/realtime/doc.go).
 func openStore(ctx context.Context, cfg config.Config, srv *apiserver.Server[chat.User]) (chat.Store, error) {
 	if cfg.RedisURL == "" {
 		return memory.New(cfg.History), nil
 	}
-	blocking, err := redisconn.Open(cfg.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("open redis engine: %w", err)
-	}
-	srv.OnShutdown(blocking.Close)
-	store := redisstore.New(srv.Redis(), redisstore.Options{History: cfg.History, Blocking: blocking})
+	store := redisstore.New(srv.Redis(), redisstore.Options{History: cfg.History})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
@@ -80,7 +74,11 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
 	// Live delivery sends through the same sender, so the socket and POST
 	// /messages/send share one per-user limit.
-	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Sender: sender, Logger: app.Log}); err != nil {
+	limits, err := realtime.LimitsFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Sender: sender, Logger: app.Log, Limits: &limits}); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
 	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", limitText(limit))

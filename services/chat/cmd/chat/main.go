@@ -42,6 +42,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q", cmd, args)
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, getenv, stdout)
@@ -96,7 +99,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*Ap
 		_ = srv.Stop(context.Background())
 		return nil, err
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log, Limits: cfg.Limits})
 	auth.Service = svc
 	admin, err := svc.Bootstrap(ctx, cfg.AdminToken)
 	if err != nil {

@@ -107,3 +107,12 @@ func TestHealthcheck(t *testing.T) {
 		t.Fatal("closed server passed")
 	}
 }
+
+func TestRunRefusesStrayArguments(t *testing.T) {
+	for _, args := range [][]string{{"serve", "--anything"}, {"healthcheck", "x"}} {
+		err := run(context.Background(), args, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "takes no arguments") {
+			t.Errorf("run(%q) = %v, want an error saying it takes no arguments", args, err)
+		}
+	}
+}

@@ -78,8 +78,8 @@ type CommandPatch struct {
 // validate checks c (already normalised) and reports every problem at once.
 func (c *Command) validate() error {
 	var v validation
-	if n := runeLen(strings.TrimSpace(c.Response)); n == 0 || n > MaxMessageRunes {
-		v.add("response", "must be 1..%d characters", MaxMessageRunes)
+	if p := textProblem(strings.TrimSpace(c.Response)); p != "" {
+		v.add("response", "%s", p)
 	}
 	if c.CooldownSeconds < 0 || c.CooldownSeconds > MaxCooldownSeconds {
 		v.add("cooldown_seconds", "must be 0..%d", MaxCooldownSeconds)

@@ -43,6 +43,8 @@ type Error struct {
 	Until time.Time
 	// RetryAfter is how long to wait (KindSlowMode).
 	RetryAfter time.Duration
+	// Limit is the limit that was reached (KindConflict, Reason "limit").
+	Limit int
 	// Reason is a short machine-readable cause, e.g. the filter kind that
 	// blocked a message, "banned" or "timed_out".
 	Reason string

@@ -106,10 +106,13 @@ func (u User) Ref() UserRef { return UserRef{ID: u.ID, Name: u.Name, Role: u.Rol
 
 // Page selects messages: the latest Limit, or those Before or After an id.
 // With both cursors, the messages strictly between them, oldest first.
+// After counts when it is above 0 or FromStart is set, so a client asking
+// "after=0" gets the oldest page (from the start), not the latest.
 type Page struct {
-	Limit  int
-	Before int64
-	After  int64
+	Limit     int
+	Before    int64
+	After     int64
+	FromStart bool
 }
 
 // Cursor is a position in a channel's event log. Seq 0 is the message with
@@ -178,7 +181,7 @@ func PageRange(p Page, last, trimmed int64) (lo, hi int64) {
 		limit = DefaultLimit
 	}
 	first := trimmed + 1
-	if p.After > 0 {
+	if p.After > 0 || p.FromStart {
 		lo = max(p.After+1, first)
 		hi = min(last, lo+limit-1)
 		if p.Before > 0 {

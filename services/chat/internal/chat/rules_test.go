@@ -25,23 +25,28 @@ func TestNormalizeFoldsEvasions(t *testing.T) {
 	}
 }
 
-// FuzzNormalize checks the invariants masking relies on: every folded rune
-// maps back to an original rune, in order, and folding is idempotent.
+// FuzzNormalize checks the invariants masking relies on: every folded and
+// skeleton rune maps back to an original rune, in order, folding is
+// idempotent, and every filter kind runs without panicking.
 func FuzzNormalize(f *testing.F) {
-	for _, s := range []string{"", "abc", "ＡＢＣ", "e\u0301", "a\u200bb", "ﬁ", "ß", "\xff\xfe", "日本語", "🙂‍🙂"} {
+	for _, s := range []string{"", "abc", "ＡＢＣ", "e\u0301", "a\u200bb", "ﬁ", "ß", "\xff\xfe", "日本語", "🙂‍🙂", "ѕᴄᴀᴍ", "evil[.]com", "a:b", "1.2.3.4/x"} {
 		f.Add(s)
 	}
+	links, _ := compileFilter(Filter{Kind: FilterLinks, Action: ActionMask, MinRole: RoleModerator})
+	term, _ := compileFilter(Filter{Kind: FilterBlockedTerm, Pattern: "*a*", Action: ActionMask, MinRole: RoleModerator})
 	f.Fuzz(func(t *testing.T, s string) {
 		nt := normalize(s)
-		if len(nt.runes) != len(nt.orig) {
-			t.Fatalf("runes %d, orig %d", len(nt.runes), len(nt.orig))
-		}
-		for i, o := range nt.orig {
-			if o < 0 || o >= len(nt.src) || i > 0 && o < nt.orig[i-1] {
-				t.Fatalf("orig[%d] = %d out of order or range (src %d)", i, o, len(nt.src))
+		for name, v := range map[string]*view{"fold": &nt.fold, "skeleton": nt.skeleton(), "link": nt.linkView()} {
+			if len(v.runes) != len(v.orig) {
+				t.Fatalf("%s: runes %d, orig %d", name, len(v.runes), len(v.orig))
+			}
+			for i, o := range v.orig {
+				if o < 0 || o >= len(nt.src) || i > 0 && o < v.orig[i-1] {
+					t.Fatalf("%s: orig[%d] = %d out of order or range (src %d)", name, i, o, len(nt.src))
+				}
 			}
 		}
-		once := string(nt.runes)
+		once := string(nt.fold.runes)
 		if !utf8.ValidString(s) {
 			return // invalid bytes become U+FFFD; idempotence holds from there
 		}
@@ -49,11 +54,15 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q", s, once, twice)
 		}
 		// A mask never panics and keeps the rune count.
-		for _, w := range nt.words() {
-			sp := nt.srcSpan(w.from, w.to)
+		for _, w := range nt.skeletonWords() {
+			sp := nt.srcSpan(nt.skel, w.from, w.to)
 			if sp.from < 0 || sp.to > len(nt.src) || sp.from >= sp.to {
 				t.Fatalf("span %+v of %q", sp, s)
 			}
+		}
+		out := applyFilters(s, RoleViewer, []*compiledFilter{links, term})
+		if utf8.RuneCountInString(out.text) != len(nt.src) {
+			t.Fatalf("mask changed the length: %q -> %q", s, out.text)
 		}
 	})
 }
@@ -217,6 +226,9 @@ func TestPageRange(t *testing.T) {
 		{Page{Limit: 3, After: 1}, 10, 4, 5, 7},
 		{Page{Limit: 50, Before: 3}, 10, 4, 5, 2},
 		{Page{Limit: 50, After: 2, Before: 5}, 10, 0, 3, 4},
+		{Page{Limit: 3, FromStart: true}, 10, 0, 1, 3},
+		{Page{Limit: 3, FromStart: true}, 10, 4, 5, 7}, // from the oldest kept message
+		{Page{Limit: 3}, 10, 4, 8, 10},
 	}
 	for _, c := range cases {
 		lo, hi := PageRange(c.p, c.last, c.trimmed)

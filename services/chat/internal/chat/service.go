@@ -28,6 +28,8 @@ type Options struct {
 	// Logger receives what cannot be returned (a bot reply that failed after
 	// the user's message was stored). Default slog.Default().
 	Logger *slog.Logger
+	// Limits bound filters, commands and channels; zero fields take the defaults.
+	Limits Limits
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -37,6 +39,9 @@ type Service struct {
 	now        func() time.Time
 	publicRead bool
 	log        *slog.Logger
+
+	limits  Limits
+	claimed claimedChannels
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
@@ -50,7 +55,24 @@ func NewService(store Store, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger, filters: map[string]*compiledFilter{}}
+	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
+		limits: opts.Limits.WithDefaults(), filters: map[string]*compiledFilter{}}
+}
+
+// Limits returns the limits in force.
+func (s *Service) Limits() Limits { return s.limits }
+
+// claimChannel makes sure the channel counts against the channel limit
+// before anything is written to it.
+func (s *Service) claimChannel(ctx context.Context, name string) error {
+	if s.claimed.has(name) {
+		return nil
+	}
+	if err := s.store.ClaimChannel(ctx, name, s.limits.Channels); err != nil {
+		return fmt.Errorf("channel %s: %w", name, err)
+	}
+	s.claimed.add(name, s.limits.Channels)
+	return nil
 }
 
 // Events is the channel event log live delivery reads.
@@ -201,9 +223,9 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if err := s.checkModeration(u, now); err != nil {
 		return SendResult{}, err
 	}
-	text := strings.TrimSpace(in.Message)
-	if n := runeLen(text); n == 0 || n > MaxMessageRunes {
-		return SendResult{}, Invalid("message", fmt.Sprintf("must be 1..%d characters", MaxMessageRunes))
+	text, err := checkMessageText(in.Message)
+	if err != nil {
+		return SendResult{}, err
 	}
 	filters, err := s.compiledFilters(ctx)
 	if err != nil {
@@ -213,6 +235,9 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if out.blocked != nil {
 		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
 			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
+	}
+	if err := s.claimChannel(ctx, channel); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if !Allowed(u.Role, ActionBypassSlowMode) {
 		ch, err := s.store.Channel(ctx, channel)
@@ -419,6 +444,9 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 		}
 		c.SlowModeSeconds = *p.SlowModeSeconds
 	}
+	if err := s.claimChannel(ctx, name); err != nil {
+		return Channel{}, err
+	}
 	if err := s.store.SaveChannel(ctx, c); err != nil {
 		return Channel{}, fmt.Errorf("channel %s: save: %w", name, err)
 	}
@@ -455,7 +483,7 @@ func (s *Service) CreateCommand(ctx context.Context, actor User, in CommandInput
 	if err := c.validate(); err != nil {
 		return Command{}, err
 	}
-	if err := s.store.CreateCommand(ctx, c); err != nil {
+	if err := s.store.CreateCommand(ctx, c, s.limits.Commands); err != nil {
 		return Command{}, fmt.Errorf("create command %s: %w", name, err)
 	}
 	return c, nil
@@ -740,6 +768,9 @@ func (s *Service) Timeout(ctx context.Context, actor User, id string, in Timeout
 	if t.Banned {
 		return User{}, Conflict("user is banned; unban before a timeout")
 	}
+	if err := s.claimChannel(ctx, channel); err != nil {
+		return User{}, err
+	}
 	now := s.clock()
 	until := now.Add(time.Duration(in.Seconds) * time.Second)
 	untilp := &until
@@ -774,6 +805,9 @@ func (s *Service) Ban(ctx context.Context, actor User, id string, in BanInput) (
 	}
 	if t.Banned {
 		return User{}, Conflict("user is already banned")
+	}
+	if err := s.claimChannel(ctx, channel); err != nil {
+		return User{}, err
 	}
 	reason := strings.TrimSpace(in.Reason)
 	banned := true
@@ -834,7 +868,7 @@ func (s *Service) CreateFilter(ctx context.Context, actor User, in FilterInput) 
 	if err != nil {
 		return Filter{}, err
 	}
-	f, err = s.store.CreateFilter(ctx, f)
+	f, err = s.store.CreateFilter(ctx, f, s.limits)
 	if err != nil {
 		return Filter{}, fmt.Errorf("create filter: %w", err)
 	}

@@ -25,6 +25,11 @@ type Store interface {
 	// appends nothing.
 	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (Message, error)
 
+	// ClaimChannel records that the channel exists before anything is
+	// written to it: claiming a claimed channel succeeds; a new one fails
+	// with LimitReached(QuotaChannels, max) once max channels exist (max
+	// <= 0: no limit). The count and the insert are one atomic step.
+	ClaimChannel(ctx context.Context, name string, max int) error
 	// Channel returns the settings of a channel (defaults when never set).
 	Channel(ctx context.Context, name string) (Channel, error)
 	SaveChannel(ctx context.Context, c Channel) error
@@ -43,8 +48,9 @@ type Store interface {
 	DeleteUser(ctx context.Context, id string, ifRole Role) error
 
 	// CreateCommand stores c; Conflict if its name or an alias is any
-	// command's name or alias.
-	CreateCommand(ctx context.Context, c Command) error
+	// command's name or alias, LimitReached(QuotaCommands, max) if max
+	// commands exist (max <= 0: no limit), checked atomically with the insert.
+	CreateCommand(ctx context.Context, c Command, max int) error
 	// Command finds a command by name or alias (normalised triggers).
 	Command(ctx context.Context, trigger string) (Command, error)
 	Commands(ctx context.Context) ([]Command, error)
@@ -54,8 +60,10 @@ type Store interface {
 	// CountCommand adds one use and returns the new count.
 	CountCommand(ctx context.Context, name string) (int64, error)
 
-	// CreateFilter assigns an id and stores f.
-	CreateFilter(ctx context.Context, f Filter) (Filter, error)
+	// CreateFilter assigns an id and stores f, unless lim.Filters filters
+	// exist, or f is a regex and lim.RegexFilters regex filters exist
+	// (LimitReached; a limit <= 0 is none), checked atomically with the insert.
+	CreateFilter(ctx context.Context, f Filter, lim Limits) (Filter, error)
 	Filters(ctx context.Context) ([]Filter, error)
 	DeleteFilter(ctx context.Context, id string) error
 

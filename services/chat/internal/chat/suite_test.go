@@ -82,10 +82,15 @@ func redisEngine(srv *redistest.Server) engine {
 
 func newEnv(t *testing.T, e engine, history int, publicRead bool) *env {
 	t.Helper()
+	return newEnvLimits(t, e, history, publicRead, chat.Limits{})
+}
+
+func newEnvLimits(t *testing.T, e engine, history int, publicRead bool, limits chat.Limits) *env {
+	t.Helper()
 	store, again := e.open(t, history)
 	c := newClock()
 	en := &env{t: t, store: store, clock: c, ctx: context.Background(), users: map[chat.Role]chat.User{}}
-	opts := chat.Options{Now: c.Now, PublicRead: publicRead}
+	opts := chat.Options{Now: c.Now, PublicRead: publicRead, Limits: limits}
 	en.svc = chat.NewService(store, opts)
 	if again != nil {
 		en.second = func() *chat.Service { return chat.NewService(again(), opts) }
@@ -164,6 +169,9 @@ func runSuite(t *testing.T, e engine) {
 		{"TimeoutAndBan", testModeration},
 		{"SlowMode", testSlowMode},
 		{"Filters", testFilters},
+		{"Limits", testLimits},
+		{"LimitsHoldUnderConcurrentCreates", testLimitsConcurrent},
+		{"SendRefusesControlsAndInvisibleText", testSendRefusesControls},
 		{"Commands", testCommands},
 		{"CommandCooldownsAndLevels", testCommandCooldowns},
 		{"Users", testUsers},
@@ -208,6 +216,8 @@ func testMessagesPaging(t *testing.T, e engine) {
 		{chat.Page{Limit: 3}, "m5,m6,m7"},
 		{chat.Page{Limit: 3, Before: 5}, "m2,m3,m4"},
 		{chat.Page{Limit: 3, After: 2}, "m3,m4,m5"},
+		{chat.Page{Limit: 3, FromStart: true}, "m1,m2,m3"}, // after=0: the oldest page
+		{chat.Page{Limit: 3, After: 0, FromStart: true, Before: 3}, "m1,m2"},
 		{chat.Page{After: 3, Before: 6}, "m4,m5"},
 		{chat.Page{After: 7}, ""},
 		{chat.Page{Before: 1}, ""},
@@ -1066,5 +1076,151 @@ func testUnavailable(t *testing.T) {
 	// The server restarted empty (no persistence); the service works again.
 	if _, err := en.svc.Bootstrap(ctx, "admin-token-0123456789"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// wantLimit checks a quota error: a conflict naming the limit and its variable.
+func wantLimit(t *testing.T, err error, max int, variable string) {
+	t.Helper()
+	e := wantKind(t, err, chat.KindConflict)
+	if e.Reason != chat.ReasonLimit || e.Limit != max || !strings.Contains(e.Message, variable) || !strings.Contains(e.Message, fmt.Sprint(max)) {
+		t.Fatalf("limit error = %+v, want limit %d naming %s", e, max, variable)
+	}
+}
+
+func testLimits(t *testing.T, e engine) {
+	en := newEnvLimits(t, e, 1000, true, chat.Limits{Filters: 3, RegexFilters: 1, Commands: 2, Channels: 2})
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	if got := en.svc.Limits(); got != (chat.Limits{Filters: 3, RegexFilters: 1, Commands: 2, Channels: 2}) {
+		t.Fatalf("limits %+v", got)
+	}
+
+	// Filters: one regex, three in all.
+	re := must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterRegex, Pattern: "x+y"}))
+	_, err := en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterRegex, Pattern: "z+y"})
+	wantLimit(t, err, 1, "CHAT_MAX_REGEX_FILTERS")
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "one"}))
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterLinks}))
+	_, err = en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "four"})
+	wantLimit(t, err, 3, "CHAT_MAX_FILTERS")
+	if fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod)); len(fs) != 3 {
+		t.Fatalf("%d filters stored past the limit", len(fs))
+	}
+	// Deleting one makes room again.
+	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, re.ID))
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterRegex, Pattern: "z+y"}))
+
+	// Commands: a taken name is still a plain conflict, a new one past the limit a quota.
+	for _, name := range []string{"one", "two"} {
+		must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: name, Response: "hi"}))
+	}
+	_, err = en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "one", Response: "hi"})
+	if ce := wantKind(t, err, chat.KindConflict); ce.Reason == chat.ReasonLimit {
+		t.Fatalf("a taken name reported as the limit: %+v", ce)
+	}
+	_, err = en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "three", Response: "hi"})
+	wantLimit(t, err, 2, "CHAT_MAX_COMMANDS")
+	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "two"))
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "three", Response: "hi"}))
+
+	// Channels: two exist once written to; a third cannot be written by a
+	// send, a settings change or a moderation announcement, and nothing is
+	// stored in it. The first two keep working.
+	en.send(v, "in general")
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "two", Message: "in two"}))
+	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Channel: "three", Message: "in three"})
+	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
+	slow := 5
+	_, err = en.svc.UpdateChannel(en.ctx, mod, "three", chat.ChannelPatch{SlowModeSeconds: &slow})
+	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
+	_, err = en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 5, Channel: "three"})
+	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
+	if ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "three", chat.Page{})); len(ms) != 0 {
+		t.Fatalf("messages stored in a channel past the limit: %+v", ms)
+	}
+	if h := must[chat.Cursor](t)(en.store.Head(en.ctx, "three")); h != (chat.Cursor{}) {
+		t.Fatalf("events stored in a channel past the limit: head %v", h)
+	}
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "two", Message: "still fine"}))
+	must[chat.Channel](t)(en.svc.UpdateChannel(en.ctx, mod, "general", chat.ChannelPatch{SlowModeSeconds: &slow}))
+	// A second instance (another replica) sees the same count.
+	if en.second != nil {
+		_, err = en.second().Send(en.ctx, v, chat.SendInput{Channel: "four", Message: "x"})
+		wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
+	}
+}
+
+// testLimitsConcurrent creates filters, commands and channels from many
+// goroutines (and, on Redis, two instances): exactly the limit succeeds,
+// because the engines count and insert in one step.
+func testLimitsConcurrent(t *testing.T, e engine) {
+	const max, tries = 4, 24
+	en := newEnvLimits(t, e, 1000, true, chat.Limits{Filters: max, RegexFilters: max, Commands: max, Channels: max})
+	svcs := []*chat.Service{en.svc}
+	if en.second != nil {
+		svcs = append(svcs, en.second(), en.second())
+	}
+	mod := en.users[chat.RoleModerator]
+	run := func(what string, do func(svc *chat.Service, i int) error) {
+		t.Helper()
+		var ok, limited atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < tries; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := do(svcs[i%len(svcs)], i)
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case chat.KindOf(err) == chat.KindConflict:
+					limited.Add(1)
+				default:
+					t.Errorf("%s %d: %v", what, i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != max || limited.Load() != tries-max {
+			t.Fatalf("%s: %d created, %d refused; want %d and %d", what, ok.Load(), limited.Load(), max, tries-max)
+		}
+	}
+	run("filters", func(svc *chat.Service, i int) error {
+		_, err := svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: fmt.Sprintf("w%d", i)})
+		return err
+	})
+	run("commands", func(svc *chat.Service, i int) error {
+		_, err := svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: fmt.Sprintf("c%d", i), Response: "hi"})
+		return err
+	})
+	run("channels", func(svc *chat.Service, i int) error {
+		_, err := svc.Send(en.ctx, mod, chat.SendInput{Channel: fmt.Sprintf("ch%d", i), Message: "hi"})
+		return err
+	})
+}
+
+func testSendRefusesControls(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	v := en.users[chat.RoleViewer]
+	for _, text := range []string{"nul\x00", "bell\a", "esc\x1b[2J", "del\x7f", "rlo\u202etxt.exe", "\u200b\u200b", "\u3164", "\u2800\uffa0", "\u0301"} {
+		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: text})
+		ferr := wantKind(t, err, chat.KindInvalid)
+		if ferr.Fields[0].Field != "message" {
+			t.Fatalf("%q: field = %+v", text, ferr.Fields)
+		}
+	}
+	if ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{})); len(ms) != 0 {
+		t.Fatalf("refused messages were stored: %+v", ms)
+	}
+	if got := en.send(v, "two\nlines").Message.Text; got != "two\nlines" {
+		t.Fatalf("newline: %q", got)
+	}
+	// A bot response is refused the same characters: the bot would echo them.
+	mod := en.users[chat.RoleModerator]
+	for _, resp := range []string{"hi\x1b[2J", "\u200b", "rlo\u202e"} {
+		_, err := en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "x", Response: resp})
+		if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "response" {
+			t.Fatalf("%q: field = %+v", resp, ferr.Fields)
+		}
 	}
 }

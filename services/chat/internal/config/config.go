@@ -12,6 +12,9 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
+// maxLimit bounds the CHAT_MAX_* variables: a limit is there to stay small.
+const maxLimit = 100_000
+
 // Config is everything the chat process needs to start.
 type Config struct {
 	Host       string
@@ -26,6 +29,9 @@ type Config struct {
 	History             int
 	PublicRead          bool
 	CORSOrigin          string
+	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS
+	// and CHAT_MAX_CHANNELS.
+	Limits chat.Limits
 }
 
 // Production reports whether NODE_ENV/APP_ENV say production.
@@ -53,13 +59,16 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_url", redisURL), slog.String("admin_token", "***"),
 		slog.Int("history", c.History), slog.Bool("public_read", c.PublicRead),
 		slog.String("cors_origin", c.CORSOrigin),
+		slog.Int("max_filters", c.Limits.Filters), slog.Int("max_regex_filters", c.Limits.RegexFilters),
+		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
 	)
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
 // in tests).
 func Load(getenv func(string) string) (Config, error) {
-	c := Config{Host: "127.0.0.1", Port: 3000, Env: "development", History: chat.DefaultHistory, PublicRead: true, CORSOrigin: "*"}
+	c := Config{Host: "127.0.0.1", Port: 3000, Env: "development", History: chat.DefaultHistory, PublicRead: true, CORSOrigin: "*",
+		Limits: chat.Limits{}.WithDefaults()}
 	var errs []string
 	bad := func(name, value, want string) { errs = append(errs, fmt.Sprintf("%s=%q: %s", name, value, want)) }
 
@@ -96,6 +105,26 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("CHAT_HISTORY", v, "want a number of messages 1..1000000")
 		}
 		c.History = n
+	}
+	for _, l := range []struct {
+		name string
+		to   *int
+	}{
+		{"CHAT_MAX_FILTERS", &c.Limits.Filters},
+		{"CHAT_MAX_REGEX_FILTERS", &c.Limits.RegexFilters},
+		{"CHAT_MAX_COMMANDS", &c.Limits.Commands},
+		{"CHAT_MAX_CHANNELS", &c.Limits.Channels},
+	} {
+		if v := getenv(l.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxLimit {
+				bad(l.name, v, fmt.Sprintf("want a number 1..%d", maxLimit))
+			}
+			*l.to = n
+		}
+	}
+	if c.Limits.RegexFilters > c.Limits.Filters {
+		c.Limits.RegexFilters = c.Limits.Filters
 	}
 	if v := getenv("CHAT_PUBLIC_READ"); v != "" {
 		b, err := strconv.ParseBool(v)

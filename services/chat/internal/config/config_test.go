@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -37,6 +39,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 	for k, v := range map[string]string{
 		"PORT": "x", "CHAT_HISTORY": "0", "CHAT_PUBLIC_READ": "maybe", "LOG_LEVEL": "loud",
 		"APP_ENV": "staging", "CHAT_ADMIN_TOKEN": "short",
+		"CHAT_MAX_FILTERS": "0", "CHAT_MAX_REGEX_FILTERS": "-1", "CHAT_MAX_COMMANDS": "lots", "CHAT_MAX_CHANNELS": "100001",
 	} {
 		_, err := Load(envOf(map[string]string{k: v}))
 		if err == nil || !strings.Contains(err.Error(), k) {
@@ -53,5 +56,23 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	s := fmt.Sprint(slog.AnyValue(c).Resolve())
 	if strings.Contains(s, "super-secret") || strings.Contains(s, "pw@") || !strings.Contains(s, "redis://***@host") {
 		t.Fatalf("log value %s", s)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits != (chat.Limits{Filters: 300, RegexFilters: 10, Commands: 500, Channels: 1000}) {
+		t.Fatalf("default limits %+v", c.Limits)
+	}
+	c, err = Load(envOf(map[string]string{"CHAT_MAX_FILTERS": "5", "CHAT_MAX_REGEX_FILTERS": "9", "CHAT_MAX_COMMANDS": "7", "CHAT_MAX_CHANNELS": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The regex limit is part of the filter limit, so it never exceeds it.
+	if c.Limits != (chat.Limits{Filters: 5, RegexFilters: 5, Commands: 7, Channels: 3}) {
+		t.Fatalf("limits %+v", c.Limits)
 	}
 }

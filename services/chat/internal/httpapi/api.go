@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
@@ -69,8 +71,9 @@ type Options struct {
 
 // API holds what the handlers need.
 type API struct {
-	svc    *chat.Service
-	sender *SendLimiter
+	svc      *chat.Service
+	sender   *SendLimiter
+	messages prometheus.Counter // chat_messages_total{transport="http"}
 }
 
 // Register declares every endpoint on srv under /api/v1. Reading endpoints
@@ -86,6 +89,11 @@ func Register(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options)
 			return nil, fmt.Errorf("httpapi: %w", err)
 		}
 	}
+	messages, err := messagesCounter(srv.Registry())
+	if err != nil {
+		return nil, err
+	}
+	a.messages = messages
 	a.registerMessages(srv)
 	a.registerCommands(srv)
 	a.registerUsers(srv)
@@ -93,6 +101,27 @@ func Register(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options)
 	a.registerChannels(srv)
 	a.registerPermissions(srv)
 	return a, nil
+}
+
+// messagesCounter is chat_messages_total{transport="http"}: messages
+// accepted (stored) by POST /messages/send. Live delivery counts its
+// WebSocket sends in the same vector (transport="websocket"), whichever
+// registers it first.
+func messagesCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_messages_total", Help: "Messages accepted (stored), by transport."}, []string{"transport"})
+	if err := reg.Register(vec); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+		if !errors.As(err, &are) || !ok {
+			return nil, fmt.Errorf("httpapi: register chat_messages_total: %w", err)
+		}
+		vec = existing
+	}
+	c, err := vec.GetMetricWithLabelValues("http")
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: chat_messages_total: %w", err)
+	}
+	return c, nil
 }
 
 // Sender is the send path the API uses (share it with live delivery).

@@ -60,6 +60,8 @@ func testMessagesPaging(t *testing.T, e engine) {
 		{"?limit=2&after=3", "4,5"},
 		{"?after=2&before=6", "3,4,5"},
 		{"?after=7", ""},
+		{"?limit=3&after=0", "1,2,3"}, // after=0: from the start, not the latest page
+		{"?after=0", "1,2,3,4,5,6,7"},
 		{"?channel=other", "1"},
 		{"?channel=OTHER", "1"},
 		{"?channel=empty", ""},
@@ -141,7 +143,7 @@ func testAuth(t *testing.T, e engine) {
 
 	req, _ := http.NewRequest("GET", s.URL+"/api/v1/users/me", nil)
 	req.Header.Set("Authorization", "Basic abc")
-	res, err := http.DefaultClient.Do(req)
+	res, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func testAuth(t *testing.T, e engine) {
 	req, _ = http.NewRequest("POST", s.URL+"/api/v1/messages/send", strings.NewReader("message=hi"))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	res, err = http.DefaultClient.Do(req)
+	res, err = s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (a *API) registerChannels(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPatch, URL: Prefix + "/channels/{channel}", Tags: []string{tagChannels},
 		Summary: "Change channel settings", Description: "Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`).",
-	}, chat.ActionManageChannel, nil), a.updateChannel)
+	}, chat.ActionManageChannel, map[int]string{http.StatusConflict: "A new channel past `CHAT_MAX_CHANNELS` (`reason: limit`, `limit`)"}), a.updateChannel)
 }
 
 func (a *API) registerPermissions(srv *apiserver.Server[chat.User]) {

@@ -55,7 +55,7 @@ func (a *API) registerCommands(srv *apiserver.Server[chat.User]) {
 		Description: "A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables " +
 			"filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip " +
 			"cooldowns). Otherwise the bot stays silent.",
-	}, chat.ActionManageCommands, map[int]string{http.StatusConflict: "The trigger or an alias is already a command's trigger or alias"}), a.createCommand)
+	}, chat.ActionManageCommands, map[int]string{http.StatusConflict: "The trigger or an alias is already a command's trigger or alias (`reason: command`), or `CHAT_MAX_COMMANDS` commands exist (`reason: limit`, `limit`)"}), a.createCommand)
 
 	apiserver.Register(srv, a.readOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/commands", Tags: []string{tagCommands},

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver/openapitest"
+
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
@@ -104,5 +106,27 @@ func TestPrivateReadDocumented(t *testing.T) {
 		if len(doc.Paths[p]["get"].Security) == 0 {
 			t.Errorf("GET %s is documented as public", p)
 		}
+	}
+}
+
+// TestContractIsChecked: the stack's client checks answers against the
+// service's document (so every test using it is a contract test), and the
+// document's examples validate against their schemas.
+func TestContractIsChecked(t *testing.T) {
+	s := newStack(t, engine{name: "memory"}, stackOptions{})
+	s.must(200, "GET", "/api/v1/messages", "", nil, nil)
+	s.must(200, "GET", "/api/v1/users/me", adminToken, nil, nil)
+	s.call("POST", "/api/v1/messages/send", "", map[string]any{"message": "hi"})
+	s.call("PUT", "/api/v1/messages", "", nil)
+	s.call("GET", "/healthz", "", nil) // not an operation: not counted
+	if n := s.contract.Checked(); n != 4 {
+		t.Errorf("%d answers checked against the document, want 4", n)
+	}
+	checked, errs := openapitest.ExampleErrors(s.contract.Doc())
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if checked < 10 {
+		t.Errorf("only %d examples checked", checked)
 	}
 }

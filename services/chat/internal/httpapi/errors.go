@@ -28,7 +28,7 @@ const (
 //	unauthorized 401 (WWW-Authenticate: Bearer)
 //	forbidden    403 (reason; until: the end of a timeout, null for a ban)
 //	not_found    404
-//	conflict     409 (reason)
+//	conflict     409 (reason; limit when a quota was reached)
 //	blocked      422 (reason = filter kind; details say why)
 //	slow_mode    429 (Retry-After, retry_after_seconds)
 //	unavailable  503 (Retry-After: 1; nothing was stored)
@@ -81,6 +81,9 @@ func StatusError(err error, in string) error {
 		e := &apiserver.Error{Status: http.StatusConflict, Message: msg, Cause: err}
 		if de.Reason != "" {
 			e = e.With("reason", de.Reason)
+		}
+		if de.Limit > 0 {
+			e = e.With("limit", de.Limit)
 		}
 		return e
 	case chat.KindBlocked:

@@ -28,6 +28,7 @@ func TestStatusErrorMapsEveryKind(t *testing.T) {
 		{&chat.Error{Kind: chat.KindForbidden, Message: "banned", Reason: "banned"}, 403, map[string]any{"reason": "banned", "until": nil}, "", ""},
 		{chat.NotFound("command"), 404, nil, "", ""},
 		{&chat.Error{Kind: chat.KindConflict, Message: "taken", Reason: "name"}, 409, map[string]any{"reason": "name"}, "", ""},
+		{chat.LimitReached(chat.QuotaFilters, 300), 409, map[string]any{"reason": "limit", "limit": 300}, "", ""},
 		{&chat.Error{Kind: chat.KindBlocked, Message: "blocked by a links filter", Reason: "links"}, 422, map[string]any{"reason": "links"}, "", "body.message"},
 		{&chat.Error{Kind: chat.KindSlowMode, RetryAfter: 2500 * time.Millisecond, Reason: "slow_mode"}, 429,
 			map[string]any{"reason": "slow_mode", "retry_after_seconds": 3}, "3", ""},

@@ -40,9 +40,13 @@ func (a *API) registerFilters(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPost, URL: Prefix + "/filters", Tags: []string{tagFilters}, Status: http.StatusCreated,
 		Summary: "Create a filter",
-		Description: "Text is folded before matching, so letter case, full-width letters, accents and zero-width " +
-			"characters do not get around a filter. Regular expressions are compiled once, at creation.",
-	}, chat.ActionManageFilters, nil), a.createFilter)
+		Description: "Text is folded once per send before matching, so letter case, full-width letters, accents, " +
+			"zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode " +
+			"TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by " +
+			"scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions " +
+			"are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which " +
+			"`CHAT_MAX_REGEX_FILTERS` regex (default 10).",
+	}, chat.ActionManageFilters, map[int]string{http.StatusConflict: "A limit is reached (`reason: limit`, `limit`): `CHAT_MAX_FILTERS` or `CHAT_MAX_REGEX_FILTERS`"}), a.createFilter)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodDelete, URL: Prefix + "/filters/{id}", Tags: []string{tagFilters},

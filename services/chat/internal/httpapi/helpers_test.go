@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/openapitest"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 
@@ -71,6 +72,10 @@ type stack struct {
 	Clock *clock
 	Svc   *chat.Service
 	srv   *apiserver.Server[chat.User]
+	// client checks every answer against the service's own document, so
+	// every test using the stack is also a contract test.
+	client   *http.Client
+	contract *openapitest.Validator
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -121,7 +126,12 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 		_ = srv.Stop(context.Background())
 		_ = store.Close()
 	})
-	return &stack{t: t, URL: ts.URL, Clock: o.clock, Svc: svc, srv: srv}
+	contract, err := openapitest.FromHandler(srv.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{t: t, URL: ts.URL, Clock: o.clock, Svc: svc, srv: srv,
+		client: &http.Client{Transport: contract.Transport(t, nil)}, contract: contract}
 }
 
 // resp is a recorded answer.
@@ -166,7 +176,7 @@ func (s *stack) call(method, path, token string, body any) resp {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := s.client.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}

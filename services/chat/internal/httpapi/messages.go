@@ -13,7 +13,7 @@ type ListMessagesInput struct {
 	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name (default general): 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit; folded to lower case"`
 	Limit   int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"How many messages, 1..200"`
 	Before  int64  `query:"before" minimum:"1" doc:"Only messages with a smaller id (older page): pass the first id of the page you have"`
-	After   int64  `query:"after" minimum:"0" doc:"Only messages with a larger id (newer page): pass the last id you have"`
+	After   *int64 `query:"after" minimum:"0" doc:"Only messages with a larger id (newer page): pass the last id you have; after=0 reads from the start (the oldest page)"`
 }
 
 // SendBody is a message to send.
@@ -38,14 +38,16 @@ func (a *API) registerMessages(srv *apiserver.Server[chat.User]) {
 		Method: http.MethodGet, URL: Prefix + "/messages", Tags: []string{tagMessages},
 		Summary: "Latest messages of a channel",
 		Description: "The latest `limit` messages, oldest first, tombstones included. `before=<id>` pages to older " +
-			"messages, `after=<id>` to newer ones; with both, the messages strictly between them.",
+			"messages, `after=<id>` to newer ones (`after=0`: the oldest page, from the start of the history); " +
+			"with both, the messages strictly between them.",
 	}, nil), a.listMessages)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPost, URL: Prefix + "/messages/send", Tags: []string{tagMessages}, Status: http.StatusCreated,
 		Summary: "Send a message",
 		Description: "Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, " +
-			"with `until` for a timeout), length, filters (a blocking filter answers 422 and stores nothing; a masking " +
+			"with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no " +
+			"bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking " +
 			"filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit " +
 			"(`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes " +
 			"the bot reply; the reply is stored too and returned as `reply`.",
@@ -53,6 +55,7 @@ func (a *API) registerMessages(srv *apiserver.Server[chat.User]) {
 		http.StatusUnauthorized:        "No bearer token, or the user no longer exists",
 		http.StatusForbidden:           "Invalid token, banned (`reason: banned`) or timed out (`reason: timed_out`, `until`)",
 		http.StatusUnprocessableEntity: "Blocked by a filter (`reason` is the filter kind); nothing was stored",
+		http.StatusConflict:            "The channel is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`); nothing was stored",
 		http.StatusTooManyRequests:     "Slow mode (`reason: slow_mode`) or the per-user send limit (`reason: send_limit`); see `Retry-After`",
 	}), a.send)
 
@@ -72,7 +75,11 @@ func (a *API) listMessages(c *apiserver.Context[chat.User], in *ListMessagesInpu
 	if err != nil {
 		return MessagePage{}, StatusError(err, inQuery)
 	}
-	ms, err := a.svc.Messages(c.Request.Context(), actor, channel, chat.Page{Limit: in.Limit, Before: in.Before, After: in.After})
+	p := chat.Page{Limit: in.Limit, Before: in.Before}
+	if in.After != nil {
+		p.After, p.FromStart = *in.After, true
+	}
+	ms, err := a.svc.Messages(c.Request.Context(), actor, channel, p)
 	if err != nil {
 		return MessagePage{}, StatusError(err, inQuery)
 	}
@@ -88,6 +95,7 @@ func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (SentMessage,
 	if err != nil {
 		return SentMessage{}, StatusError(err, inBody)
 	}
+	a.messages.Inc()
 	out := SentMessage{Message: messageOf(res.Message)}
 	if res.Reply != nil {
 		r := messageOf(*res.Reply)

@@ -10,12 +10,6 @@ import (
 // carry the documentation and constraints /docs shows and the library
 // enforces; the domain types stay free of transport tags.
 
-const (
-	roleEnum       = "broadcaster,moderator,vip,subscriber,viewer"
-	channelPattern = `^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`
-	channelDoc     = "Channel name (default general): 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit; folded to lower case"
-)
-
 // UserRef names the author of a message.
 type UserRef struct {
 	ID   string `json:"id" doc:"User id (\"bot\" for command replies)"`

@@ -13,9 +13,13 @@ import (
 	"time"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
-var _ chat.Store = (*Store)(nil)
+var (
+	_ chat.Store  = (*Store)(nil)
+	_ feed.Source = (*Store)(nil)
+)
 
 type channel struct {
 	settings chat.Channel
@@ -36,6 +40,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	channels map[string]*channel
+	claimed  map[string]struct{} // channels counted against the channel limit
 	users    map[string]chat.User
 	names    map[string]string // lower-case name -> id
 	tokens   map[string]string // token hash -> id
@@ -44,6 +49,10 @@ type Store struct {
 	filters  map[string]chat.Filter
 	filterN  int64
 	gates    map[string]time.Time
+	// born is closed and replaced when a channel is created, waking the
+	// readers waiting on a channel that did not exist yet.
+	born  chan struct{}
+	feeds map[*memFeed]struct{}
 }
 
 // New returns an empty store keeping history messages per channel.
@@ -54,6 +63,7 @@ func New(history int) *Store {
 	return &Store{
 		history:  history,
 		channels: map[string]*channel{},
+		claimed:  map[string]struct{}{},
 		users:    map[string]chat.User{},
 		names:    map[string]string{},
 		tokens:   map[string]string{},
@@ -61,20 +71,37 @@ func New(history int) *Store {
 		triggers: map[string]string{},
 		filters:  map[string]chat.Filter{},
 		gates:    map[string]time.Time{},
+		born:     make(chan struct{}),
+		feeds:    map[*memFeed]struct{}{},
 	}
 }
 
+// channel returns the channel, creating it: writers only. Readers use
+// peek, so reading (an anonymous subscriber naming any channel) never makes
+// the map grow.
 func (s *Store) channel(name string) *channel {
 	c, ok := s.channels[name]
 	if !ok {
 		c = &channel{settings: chat.Channel{Name: name}, wake: make(chan struct{})}
 		s.channels[name] = c
+		close(s.born)
+		s.born = make(chan struct{})
 	}
 	return c
 }
 
+// peek returns the channel, or an empty one that is not stored, and the
+// channel whose closing announces the next new channel.
+func (s *Store) peek(name string) (*channel, chan struct{}) {
+	if c, ok := s.channels[name]; ok {
+		return c, c.wake
+	}
+	return &channel{}, s.born
+}
+
 // append adds ev to c's log (caller holds mu) and wakes the readers.
 func (s *Store) append(c *channel, ev chat.Event) chat.Event {
+	prev := chat.Cursor{ID: c.lastID, Seq: c.lastSeq}
 	if ev.Type == chat.EventMessage {
 		c.lastID++
 		c.lastSeq = 0
@@ -94,6 +121,12 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 	}
 	close(c.wake)
 	c.wake = make(chan struct{})
+	for f := range s.feeds {
+		if f.watched[ev.Channel] > 0 {
+			e := ev
+			f.fn(feed.Notice{Channel: ev.Channel, Prev: prev, Event: &e})
+		}
+	}
 	return ev
 }
 
@@ -185,7 +218,7 @@ func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, 
 	var timer <-chan time.Time
 	for {
 		s.mu.Lock()
-		c := s.channel(name)
+		c, wake := s.peek(name)
 		if !recoverable(c, after) {
 			s.mu.Unlock()
 			return nil, chat.ErrHistoryGone
@@ -198,7 +231,6 @@ func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, 
 			s.mu.Unlock()
 			return out, nil
 		}
-		wake := c.wake
 		s.mu.Unlock()
 		if block <= 0 {
 			return nil, nil
@@ -229,15 +261,30 @@ func recoverable(c *channel, after chat.Cursor) bool {
 func (s *Store) Recoverable(_ context.Context, name string, after chat.Cursor) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return recoverable(s.channel(name), after), nil
+	c, _ := s.peek(name)
+	return recoverable(c, after), nil
 }
 
 // Head implements chat.EventLog.
 func (s *Store) Head(_ context.Context, name string) (chat.Cursor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.channel(name)
+	c, _ := s.peek(name)
 	return chat.Cursor{ID: c.lastID, Seq: c.lastSeq}, nil
+}
+
+// ClaimChannel implements chat.Store.
+func (s *Store) ClaimChannel(_ context.Context, name string, max int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.claimed[name]; ok {
+		return nil
+	}
+	if max > 0 && len(s.claimed) >= max {
+		return chat.LimitReached(chat.QuotaChannels, max)
+	}
+	s.claimed[name] = struct{}{}
+	return nil
 }
 
 // Channel implements chat.Store.
@@ -343,6 +390,9 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	if p.Banned != nil && *p.Banned {
+		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
+	}
 	return u, nil
 }
 
@@ -360,6 +410,7 @@ func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error
 	delete(s.users, id)
 	delete(s.names, strings.ToLower(u.Name))
 	delete(s.tokens, u.TokenHash)
+	s.revoke(feed.Notice{Revoke: feed.Deleted, User: id})
 	return nil
 }
 
@@ -373,11 +424,14 @@ func (s *Store) triggersFree(c chat.Command) error {
 }
 
 // CreateCommand implements chat.Store.
-func (s *Store) CreateCommand(_ context.Context, c chat.Command) error {
+func (s *Store) CreateCommand(_ context.Context, c chat.Command, max int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.triggers[c.Name]; ok {
 		return &chat.Error{Kind: chat.KindConflict, Message: "command " + c.Name + " already exists", Reason: "command"}
+	}
+	if max > 0 && len(s.commands) >= max {
+		return chat.LimitReached(chat.QuotaCommands, max)
 	}
 	if err := s.triggersFree(c); err != nil {
 		return err
@@ -467,9 +521,23 @@ func (s *Store) CountCommand(_ context.Context, name string) (int64, error) {
 }
 
 // CreateFilter implements chat.Store.
-func (s *Store) CreateFilter(_ context.Context, f chat.Filter) (chat.Filter, error) {
+func (s *Store) CreateFilter(_ context.Context, f chat.Filter, lim chat.Limits) (chat.Filter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if lim.Filters > 0 && len(s.filters) >= lim.Filters {
+		return chat.Filter{}, chat.LimitReached(chat.QuotaFilters, lim.Filters)
+	}
+	if f.Kind == chat.FilterRegex && lim.RegexFilters > 0 {
+		n := 0
+		for _, g := range s.filters {
+			if g.Kind == chat.FilterRegex {
+				n++
+			}
+		}
+		if n >= lim.RegexFilters {
+			return chat.Filter{}, chat.LimitReached(chat.QuotaRegexFilters, lim.RegexFilters)
+		}
+	}
 	s.filterN++
 	f.ID = "f" + strconv.FormatInt(s.filterN, 10)
 	s.filters[f.ID] = f

@@ -64,3 +64,46 @@ func TestGatesAreAllOrNothing(t *testing.T) {
 		t.Fatalf("b was taken by the failed attempt: %v", w)
 	}
 }
+
+// TestReadingCreatesNoChannel: readers naming channels that were never
+// written (an anonymous subscriber can name any) leave nothing behind,
+// and a reader blocked on such a channel wakes when it is first written.
+func TestReadingCreatesNoChannel(t *testing.T) {
+	s := New(10)
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		name := "never" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if _, err := s.Head(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.Recoverable(ctx, name, chat.Cursor{}); !ok {
+			t.Fatal("the start of an empty channel is recoverable")
+		}
+		if evs, err := s.ReadEvents(ctx, name, chat.Cursor{}, 10, 0); err != nil || len(evs) != 0 {
+			t.Fatalf("read %v %v", evs, err)
+		}
+	}
+	if n := len(s.channels); n != 0 {
+		t.Fatalf("reads created %d channels", n)
+	}
+	got := make(chan []chat.Event, 1)
+	go func() {
+		evs, err := s.ReadEvents(ctx, "late", chat.Cursor{}, 10, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- evs
+	}()
+	time.Sleep(50 * time.Millisecond) // let the reader block
+	if _, err := s.AppendMessage(ctx, chat.Message{Channel: "late", Text: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case evs := <-got:
+		if len(evs) != 1 || evs[0].Message.Text != "first" {
+			t.Fatalf("woke with %+v", evs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reader blocked on a new channel did not wake on its first message")
+	}
+}

@@ -23,6 +23,7 @@ type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
 	channel string
+	ip      string // client address, for the limits
 	room    *room
 
 	ctx    context.Context
@@ -304,7 +305,7 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 		r := u.Ref()
 		ref = &r
 	}
-	hello := helloFrame{Type: typeHello, Channel: c.channel, LastID: pos, User: ref, Replica: c.hub.opts.ReplicaID}
+	hello := helloFrame{Type: typeHello, Channel: c.channel, LastID: pos, User: ref, Replica: c.hub.opts.ReplicaName}
 	presence := presenceFrame{Type: typePresence, Channel: c.channel, Count: c.room.estimate()}
 	if since == nil {
 		c.setLast(pos)
@@ -549,6 +550,7 @@ func (c *conn) cleanup() {
 		c.room.leave(c)
 	}
 	c.hub.removeConn(c)
+	c.hub.release(c.ip, c.channel)
 	c.ws.CloseNow()
 	c.mu.Lock()
 	c.closing = true

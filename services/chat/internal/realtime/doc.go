@@ -1,18 +1,60 @@
 // Package realtime is the chat's live delivery: the WebSocket endpoint
 // GET /api/v1/ws, history recovery, presence, and the embedded browser client.
 //
-// Each replica runs one reader per channel that has subscribers here. The
-// reader tails the channel's event log (chat.EventLog: one Redis Stream per
-// channel, or the memory engine's log) from the last cursor it handled, so a
-// message stored by any replica reaches every subscriber on every replica in
-// the channel's order, once; a Redis outage only pauses the reader, which
-// resumes from the same cursor. Each event is encoded once and the same bytes
-// are queued on every subscriber; a subscriber that is behind gets up to 16
-// events in one frame. After each batch the reader waits DefaultCoalesce
-// before reading again, so a busy channel's events go out a window's worth
-// at a time, one frame and one write per subscriber. A subscriber whose
-// queue overflows is closed (4008) and recovers with since=, never slowing
-// the others.
+// # How events reach a replica
+//
+// Every channel's events live in its log (chat.EventLog: one Redis Stream
+// per channel, or the memory engine's log); the log is the record that
+// recovery (since=), history and ordering rest on. A replica learns that a
+// log grew from the engine's feed (package feed): every script that appends
+// to a channel's stream also PUBLISHes the new entry, prefixed by the id of
+// the entry before it, on the channel's "live" Pub/Sub key. Each replica
+// holds ONE Pub/Sub connection, subscribed to the live keys of the channels
+// that have subscribers on it, whatever their number; Redis sends a replica
+// nothing for the other channels, so a channel nobody watches here costs
+// this replica nothing, and a watched but quiet one costs a subscription.
+//
+// Each channel with subscribers here is a room. A room holds its position
+// (the last event it fanned out) and an inbox. A notice whose "previous
+// entry" is the room's position is fanned out as it is: no read, no wait.
+// A notice that does not follow (notices were lost: the connection dropped
+// and came back) or one without an event (the engine sends one when a watch
+// becomes active, including after each reconnect) makes the room read its
+// log from its own position with short non-blocking XRANGEs on the shared
+// pool until it has everything, so nothing in the history window is ever
+// skipped, repeated or reordered; a position that left the window (or a
+// reset store) closes the room's subscribers with 4010, and they recover
+// with since=. A new room watches first and reads the head second, so no
+// event falls between the two.
+//
+// Why not the alternatives. One blocking XREAD per channel (what this
+// replaced) holds a pooled connection per active channel: at 1,000 channels
+// the pool of 20 queued reads behind one another (p99 4 s, and sends timed
+// out behind them). One XREAD over many streams per reader shard fixes the
+// connection count on one server, but a Redis Cluster refuses multi-key
+// reads across slots, and adding a channel means interrupting the blocked
+// read. Pub/Sub alone loses what was published while a connection was down
+// (at most once); here it is only the doorbell, with the event attached as
+// a shortcut, and the stream stays the source of truth (the design of
+// Centrifugo's Redis broker: publish with an offset, recover from the
+// stream on a gap).
+//
+// # Batching without waiting
+//
+// Nothing waits to batch. The feed's goroutine only appends notices to the
+// room's inbox; a worker goroutine, started when there is work and none is
+// running (an idle room has no goroutine), takes everything the inbox holds,
+// encodes it once into frames of up to Options.Batch events and queues the
+// same bytes on every subscriber. A lone message goes out as soon as it is
+// read; notices that arrive while the worker fans out go out together in
+// its next round. Each connection's writer likewise writes what is queued
+// when it is free, joining queued frames up to Batch events per write, so
+// at saturation frames carry many events and a socket costs one write per
+// batch, while at moderate rates each event costs one write and no delay.
+//
+// A subscriber whose queue overflows is closed (4008) and recovers with
+// since=, never slowing the others.
+
 package realtime
 
 // Protocol documents the WebSocket protocol; /docs shows it on the
@@ -22,9 +64,13 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"**Reading** is anonymous while `CHAT_PUBLIC_READ=true`. Otherwise authenticate with an `Authorization: Bearer <token>` " +
 	"header, or (browsers cannot set headers) send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
 	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade.\n\n" +
+	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_ip` past " +
+	"`CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 `reason: too_many_channels_per_ip` for a socket " +
+	"on a new channel past `CHAT_WS_MAX_CHANNELS_PER_IP` distinct channels from one address (default 20), 503 " +
+	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000). Counted per replica.\n\n" +
 	"**Server to client**\n\n" +
 	"| type | fields |\n|---|---|\n" +
-	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica`. First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, or it left the history window): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
+	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, or it left the history window): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
 	"| `message` | `channel`, `cursor`, `message` {`id`, `channel`, `user`{`id`,`name`,`role`}, `text`, `created_at`, `bot`} (`bot:true` marks a command reply) |\n" +
 	"| `message_deleted` | `channel`, `cursor`, `message` (the tombstone: `deleted:true`, empty `text`) |\n" +
 	"| `user_timed_out`, `user_banned` | `channel`, `cursor`, `moderation` {`user`, `by`, `reason`, `until` (timeouts), `at`} |\n" +
@@ -40,5 +86,6 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"Auth and send frames are limited per connection (5/s, burst 10).\n\n" +
 	"**Close codes**: 1000 normal; 1001 server shutting down (reconnect with `since`); 1003 binary frame; 1009 frame over 4 KiB; " +
 	"1011 internal error; 1013 store unavailable while subscribing (retry later, same `since`); " +
-	"4001 unauthorized (reading needs a token); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
+	"4001 unauthorized (reading needs a token); 4003 the authenticated user was deleted (do not reconnect with that token); " +
+	"4004 the authenticated user was banned (sending is refused; reading follows the usual rules); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
 	"4010 resync: the replica lost its place in the log (reconnect with `since`). The server pings every 25 s and drops a peer that does not answer within 10 s."

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/memory"
@@ -61,6 +62,7 @@ type replicaConfig struct {
 	cors       string
 	opts       realtime.Options
 	register   func(*apiserver.Server[chat.User], *chat.Service) realtime.Sender
+	env        map[string]string // extra server environment (TRUSTED_PROXIES...)
 }
 
 var prefixN atomic.Int64
@@ -76,13 +78,12 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	store := cfg.store
 	if store == nil {
 		if cfg.redisURL != "" {
-			o, err := redis.ParseURL(cfg.redisURL)
+			rdb, err := redisconn.Open(cfg.redisURL)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rdb, blocking := redis.NewClient(o), redis.NewClient(o)
-			t.Cleanup(func() { _ = rdb.Close(); _ = blocking.Close() })
-			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix, Blocking: blocking})
+			t.Cleanup(func() { _ = rdb.Close() })
+			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
 		} else {
 			store = memory.New(cfg.history)
 		}
@@ -93,6 +94,9 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 		t.Fatalf("bootstrap: %v", err)
 	}
 	env := map[string]string{"PORT": "0"}
+	for k, v := range cfg.env {
+		env[k] = v
+	}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		Getenv:         func(k string) string { return env[k] },
 		Logger:         slog.New(slog.DiscardHandler),

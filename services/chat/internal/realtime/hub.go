@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // Sender is the send path: POST /messages/send's, so a message sent over a
@@ -22,15 +24,6 @@ import (
 type Sender interface {
 	Send(ctx context.Context, actor chat.User, in chat.SendInput) (chat.SendResult, error)
 }
-
-// DefaultCoalesce is how long a channel's reader waits after fanning out
-// a batch before it reads again, unless Options.Tail.Coalesce says
-// otherwise. Events appended meanwhile go out together: one frame, encoded
-// once, one write per subscriber, where each event alone would cost every
-// socket a write of its own (at 1,000 subscribers the writes are most of
-// a replica's CPU). An event that finds its channel quiet goes out at once;
-// one that follows another within the window waits at most this long.
-const DefaultCoalesce = 25 * time.Millisecond
 
 // Options tune a Hub; zero values take the defaults in brackets.
 type Options struct {
@@ -44,10 +37,15 @@ type Options struct {
 	ReplicaID string
 	Logger    *slog.Logger
 
+	// ReplicaName is the hello frame's replica: what an operator finds the replica
+	// by in `docker ps`, kubectl and the logs (the host name, which is the container's
+	// or the pod's; ReplicaID when there is none).
+	ReplicaName string
+
 	// QueueSize is how many events may wait for one connection before it
 	// is closed with 4008 as too slow (1024).
 	QueueSize int
-	// Batch is the most events written in one frame (16).
+	// Batch is the most events written in one frame (64).
 	Batch int
 	// MaxFrameBytes is the largest client frame; bigger ones close the
 	// connection with 1009 (4096).
@@ -72,11 +70,19 @@ type Options struct {
 	// subscriber left, so reconnects do not restart it (30 s).
 	RoomLinger time.Duration
 	// PresenceInterval is how often each replica refreshes its presence
-	// counts (5 s); changes are reported within PresenceDebounce (200 ms).
+	// counts (10 s; each room at a random point of the second half, so
+	// rooms do not refresh together); changes are reported within
+	// PresenceDebounce (200 ms).
 	PresenceInterval, PresenceDebounce time.Duration
-	// Tail tunes the per-channel log readers (chat.Tail's defaults, but
-	// Tail.Coalesce: DefaultCoalesce; negative for none).
-	Tail chat.TailOptions
+	// ReadLimit is the most events one catch-up read of a channel's log
+	// returns (100).
+	ReadLimit int
+	// Feed tells the hub which watched channels grew (the engine's own,
+	// when it is a feed.Source; both engines are).
+	Feed feed.Source
+	// Limits bound sockets and channels per client address and sockets per
+	// replica (nil: DefaultLimits).
+	Limits *Limits
 	// KeyPrefix starts the Redis presence keys ("chat:").
 	KeyPrefix string
 }
@@ -86,10 +92,14 @@ func (o *Options) fill() error {
 		o.QueueSize = 1024
 	}
 	if o.Batch <= 0 {
-		o.Batch = 16
+		o.Batch = 64
 	}
-	if o.Tail.Coalesce == 0 {
-		o.Tail.Coalesce = DefaultCoalesce
+	if o.Limits == nil {
+		l := DefaultLimits
+		o.Limits = &l
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = 100
 	}
 	if o.MaxFrameBytes <= 0 {
 		o.MaxFrameBytes = 4096
@@ -119,7 +129,7 @@ func (o *Options) fill() error {
 		o.RoomLinger = 30 * time.Second
 	}
 	if o.PresenceInterval <= 0 {
-		o.PresenceInterval = 5 * time.Second
+		o.PresenceInterval = 10 * time.Second
 	}
 	if o.PresenceDebounce <= 0 {
 		o.PresenceDebounce = 200 * time.Millisecond
@@ -137,15 +147,23 @@ func (o *Options) fill() error {
 		}
 		o.ReplicaID = hex.EncodeToString(b[:])
 	}
+	if o.ReplicaName == "" {
+		if host, err := os.Hostname(); err == nil && host != "" {
+			o.ReplicaName = host
+		} else {
+			o.ReplicaName = o.ReplicaID
+		}
+	}
 	return nil
 }
 
-// Hub is one replica's live delivery: a reader per channel that has
-// subscribers here, tailing the channel's event log from the last cursor it
-// handled, and the connections it fans the events out to.
+// Hub is one replica's live delivery: a room per channel that has
+// subscribers here, fed by the engine's feed (one subscription for all
+// channels), and the connections the rooms fan events out to.
 type Hub struct {
 	svc     *chat.Service
 	log     chat.EventLog
+	feed    feed.Feed
 	opts    Options
 	sender  Sender
 	logger  *slog.Logger
@@ -155,10 +173,12 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // rooms' readers and the janitor
 
-	mu     sync.Mutex
-	rooms  map[string]*room
-	conns  map[*conn]struct{}
-	closed bool
+	mu      sync.RWMutex
+	rooms   map[string]*room
+	conns   map[*conn]struct{}
+	sources map[string]*source // by client address: what admit reserved
+	sockets int                // reserved by admit
+	closed  bool
 }
 
 // NewHub returns a running hub over svc's event log. Close stops it.
@@ -170,14 +190,101 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{svc: svc, log: svc.Events(), opts: opts, sender: opts.Sender, logger: opts.Logger,
-		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, metrics: newMetrics()}
+		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{}, metrics: newMetrics()}
 	if h.sender == nil {
 		h.sender = svc
 	}
+	src := opts.Feed
+	if src == nil {
+		s, ok := h.log.(feed.Source)
+		if !ok {
+			return nil, fmt.Errorf("realtime: the engine's log (%T) cannot notify live delivery; pass Options.Feed", h.log)
+		}
+		src = s
+	}
+	f, err := src.Subscribe(h.notice)
+	if err != nil {
+		return nil, fmt.Errorf("realtime: subscribe to the engine's feed: %w", err)
+	}
+	h.feed = f
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.wg.Add(1)
 	go h.janitor()
+	// The name clients see in hello, in the log too: one grep links the two.
+	h.logger.Info("live delivery ready", "replica", opts.ReplicaName)
 	return h, nil
+}
+
+// notice hands a feed notice to its channel's room, if this replica has
+// one, or closes the sockets of a revoked user.
+func (h *Hub) notice(n feed.Notice) {
+	if n.Revoke != "" {
+		h.revoke(n)
+		return
+	}
+	h.mu.RLock()
+	r := h.rooms[n.Channel]
+	h.mu.RUnlock()
+	if r != nil {
+		r.deliver(n)
+	}
+}
+
+// revoke closes the sockets of a deleted or banned user on this replica
+// (every replica gets the same notice). Recheck (the feed reconnected and
+// may have missed a revocation) looks up every user with an open socket
+// and closes those that no longer exist.
+func (h *Hub) revoke(n feed.Notice) {
+	switch n.Revoke {
+	case feed.Recheck:
+		go h.recheckUsers()
+	case feed.Deleted:
+		h.closeUser(n.User, CloseUserDeleted, "this account was deleted")
+	case feed.Banned:
+		h.closeUser(n.User, CloseUserBanned, "this account was banned")
+	}
+}
+
+func (h *Hub) closeUser(id string, code websocket.StatusCode, reason string) {
+	h.mu.RLock()
+	var hit []*conn
+	for c := range h.conns {
+		if u := c.user.Load(); u != nil && u.ID == id {
+			hit = append(hit, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range hit {
+		go c.closeWith(code, reason)
+	}
+}
+
+// userLookup is what recheckUsers needs of the engine (chat.Store has it).
+type userLookup interface {
+	User(ctx context.Context, id string) (chat.User, error)
+}
+
+func (h *Hub) recheckUsers() {
+	lookup, ok := h.log.(userLookup)
+	if !ok {
+		return
+	}
+	h.mu.RLock()
+	ids := map[string]bool{}
+	for c := range h.conns {
+		if u := c.user.Load(); u != nil {
+			ids[u.ID] = true
+		}
+	}
+	h.mu.RUnlock()
+	for id := range ids {
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		_, err := lookup.User(ctx, id)
+		cancel()
+		if chat.KindOf(err) == chat.KindNotFound {
+			h.closeUser(id, CloseUserDeleted, "this account was deleted")
+		}
+	}
 }
 
 // ReplicaID is the name this hub reports presence under.
@@ -230,7 +337,7 @@ func (h *Hub) Close(ctx context.Context) error {
 	go func() { h.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
+		return h.feed.Close()
 	case <-ctx.Done():
 		return fmt.Errorf("realtime: stop readers: %w", ctx.Err())
 	}
@@ -251,18 +358,28 @@ func (h *Hub) join(ctx context.Context, channel string, c *conn) (*room, chat.Cu
 			r = newRoom(h, channel)
 			h.rooms[channel] = r
 			h.wg.Add(1)
-			go r.run()
+			go r.start()
 		}
+		// Counted under h.mu, where stopRoom looks: a room being joined is
+		// not idle, however long its start takes.
+		r.joining.Add(1)
 		h.mu.Unlock()
 		select {
 		case <-r.ready:
+		case <-r.ctx.Done():
 		case <-ctx.Done():
+			r.joining.Add(-1)
 			return nil, chat.Cursor{}, fmt.Errorf("join %s: %w", channel, ctx.Err())
 		}
+		r.joining.Add(-1)
 		r.mu.Lock()
 		if r.stopped {
 			r.mu.Unlock()
 			continue // closed for idleness meanwhile; make a new one
+		}
+		if !r.started {
+			r.mu.Unlock() // the hub is closing
+			return nil, chat.Cursor{}, errors.New("shutting down")
 		}
 		r.subs[c] = struct{}{}
 		pos := r.pos
@@ -335,12 +452,17 @@ func (h *Hub) stopRoom(r *room) {
 	defer h.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.subs) > 0 || r.stopped {
+	if len(r.subs) > 0 || r.stopped || r.joining.Load() > 0 {
 		return
 	}
 	r.stopped = true
+	r.inbox = nil
 	if h.rooms[r.name] == r {
 		delete(h.rooms, r.name)
 	}
 	r.cancel()
+	go func() {
+		r.unwatch()
+		r.withdrawPresence()
+	}()
 }

@@ -22,24 +22,28 @@ type metrics struct {
 	slowCloses  prometheus.Counter
 	deadPeers   prometheus.Counter
 	readErrors  prometheus.Counter
+	logReads    prometheus.Counter // catch-up reads of channel logs
 	closes      *prometheus.CounterVec
 	sendErrors  *prometheus.CounterVec
+	refused     *prometheus.CounterVec // handshakes refused by a limit
 	messagesVec *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chat_ws_connections", Help: "Open WebSocket connections on this replica."}),
-		events:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_total", Help: "Channel events this replica's readers took from the log and fanned out."}),
+		events:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_total", Help: "Channel events this replica fanned out to its subscribers."}),
 		delivered:   prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_delivered_total", Help: "Events written to WebSocket subscribers (live)."}),
 		replayed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_replayed_total", Help: "Events written to WebSocket subscribers by recoveries (since=)."}),
-		frames:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_frames_written_total", Help: "WebSocket frames written (a frame carries up to 16 events)."}),
+		frames:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_frames_written_total", Help: "WebSocket frames written (a frame carries up to 64 events)."}),
 		dropped:     prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_dropped_total", Help: "Events discarded with the queue of a subscriber closed as too slow (it recovers them with since)."}),
 		slowCloses:  prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_slow_consumers_total", Help: "Connections closed with 4008 because their queue overflowed."}),
 		deadPeers:   prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_dead_peers_total", Help: "Connections dropped for a missing pong or a stuck write."}),
 		readErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_log_read_errors_total", Help: "Failed reads of channel logs (retried from the last cursor)."}),
+		logReads:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_log_reads_total", Help: "Reads of channel logs: when a channel starts or its feed showed a gap (events come with their notices otherwise)."}),
 		closes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_server_closes_total", Help: "Connections the server closed, by close code."}, []string{"code"}),
 		sendErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_send_errors_total", Help: "Send and auth frames answered with an error frame, by code."}, []string{"code"}),
+		refused:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_refused_total", Help: "WebSocket handshakes refused by a connection limit, by limit."}, []string{"limit"}),
 		messagesVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_messages_total", Help: "Messages accepted (stored), by transport."}, []string{"transport"}),
 	}
 	m.messages = m.messagesVec.WithLabelValues("websocket")
@@ -51,7 +55,7 @@ func newMetrics() *metrics {
 // existing vector is then shared.
 func (m *metrics) register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.connections, m.events, m.delivered, m.replayed, m.frames, m.dropped,
-		m.slowCloses, m.deadPeers, m.readErrors, m.closes, m.sendErrors} {
+		m.slowCloses, m.deadPeers, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register live delivery metrics: %w", err)
 		}

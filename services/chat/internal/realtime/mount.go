@@ -61,18 +61,20 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 		Summary:     "Live messages over a WebSocket",
 		Description: Protocol,
 		Tags:        []string{"Live"},
-		NoTimeouts:  true,
-		Status:      http.StatusSwitchingProtocols,
+		// No NoTimeouts: the handshake checks in accept run under the server's read
+		// deadlines; the accepted upgrade (a hijack) clears them.
+		Status: http.StatusSwitchingProtocols,
 		// Connection attempts count against the client's global limit like
 		// any request; RATE_LIMIT_ALLOW exempts load tests.
 		Responses: map[int]string{
 			http.StatusUnauthorized:       "Malformed Authorization header",
 			http.StatusForbidden:          "Origin not allowed, or unknown token",
 			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
-			http.StatusServiceUnavailable: "The token could not be checked (store unavailable)",
+			http.StatusTooManyRequests:    "Too many sockets, or sockets on too many channels, from this address (CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
+			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets",
 		},
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
-		return apiserver.NoBody{}, h.accept(c.Context, in, origins)
+		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientIP(c.Request))
 	})
 	mountWeb(srv.Instance())
 	return h, nil
@@ -81,7 +83,7 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 // accept checks the handshake and hands the connection to its own
 // goroutines; the handler returns at once, so the request's deep stack is
 // not kept for the life of the socket.
-func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck) error {
+func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string) error {
 	r := c.Request
 	channel, err := chat.NormalizeChannel(in.Channel)
 	if err != nil {
@@ -121,12 +123,18 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck) error {
 	}
 	// The origin was checked above against CORS_ORIGIN, which is the
 	// service's one list of allowed sites.
+	if err := h.admit(ip, channel); err != nil {
+		return err
+	}
 	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		h.release(ip, channel)
 		return nil // Accept has answered the request
 	}
 	cn := newConn(h, ws, channel, user)
+	cn.ip = ip
 	if !h.addConn(cn) {
+		h.release(ip, channel)
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
 		return nil
 	}

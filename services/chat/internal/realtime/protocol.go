@@ -21,6 +21,13 @@ const (
 	// CloseUnauthorized: reading needs a token (CHAT_PUBLIC_READ=false) and
 	// no valid auth frame came in time. Do not reconnect without a token.
 	CloseUnauthorized websocket.StatusCode = 4001
+	// CloseUserDeleted: the authenticated user was deleted (its token is
+	// gone). Do not reconnect with that token.
+	CloseUserDeleted websocket.StatusCode = 4003
+	// CloseUserBanned: the authenticated user was banned. Sending is
+	// refused until unbanned; reconnecting to read follows the usual rules
+	// (CHAT_PUBLIC_READ, the token).
+	CloseUserBanned websocket.StatusCode = 4004
 	// CloseSlowConsumer: more events were waiting for this client than its
 	// queue holds. Reconnect with since=<last id seen> to recover the rest.
 	CloseSlowConsumer websocket.StatusCode = 4008

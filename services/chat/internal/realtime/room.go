@@ -3,6 +3,7 @@ package realtime
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,10 +11,13 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
-// room is one channel on one replica: the reader that tails the channel's
-// log and the connections subscribed here.
+// room is one channel on one replica: the connections subscribed here and
+// the delivery of the channel's events to them. A room has no goroutine of
+// its own while nothing happens: the feed hands each notice to deliver,
+// which starts a worker only when there is work and none is running.
 type room struct {
 	hub    *Hub
 	name   string
@@ -21,11 +25,18 @@ type room struct {
 	cancel context.CancelFunc
 	ready  chan struct{} // closed once pos holds the starting head
 
+	watched atomic.Bool  // the feed watches this channel for us
+	joining atomic.Int32 // connections waiting for ready (changed under hub.mu)
+
 	mu      sync.Mutex
 	subs    map[*conn]struct{}
 	pos     chat.Cursor // last event fanned out: a joiner gets everything after it
+	started bool        // pos is set: the worker may run
 	stopped bool
-	idle    time.Time // when the last subscriber left
+	idle    time.Time     // when the last subscriber left
+	inbox   []feed.Notice // notices waiting for the worker
+	spare   []feed.Notice // the worker's last batch, reused as the next inbox
+	working bool          // a worker owns delivery
 
 	// presence
 	reporting     atomic.Bool
@@ -36,6 +47,10 @@ type room struct {
 	reportedLocal atomic.Int64 // local count in that report
 }
 
+// maxInbox bounds the notices a room holds while its worker is busy; past
+// it they are replaced by one "read the log" notice, which loses nothing.
+const maxInbox = 4096
+
 func newRoom(h *Hub, name string) *room {
 	ctx, cancel := context.WithCancel(h.ctx)
 	// idle starts now: a room nobody manages to join (the store is down)
@@ -43,59 +58,223 @@ func newRoom(h *Hub, name string) *room {
 	return &room{hub: h, name: name, ctx: ctx, cancel: cancel, ready: make(chan struct{}), subs: map[*conn]struct{}{}, idle: time.Now()}
 }
 
-// run learns the channel's head, then tails the log from the last cursor
-// fanned out until the room stops. The store being down only delays it
-// (chat.Tail retries from the same cursor, so nothing stored is skipped);
-// a position that left the history window makes every subscriber here
-// resync (4010), as their view now has a gap, and starts again at the head.
-func (r *room) run() {
+// start watches the channel, then learns its head. In that order every
+// event after the head has a notice or is found by the read that the
+// watch's own notice asks for.
+func (r *room) start() {
 	h := r.hub
 	defer h.wg.Done()
-	defer r.withdrawPresence()
+	backoff := 100 * time.Millisecond
+	for {
+		err := h.feed.Watch(r.ctx, r.name)
+		if err == nil {
+			r.watched.Store(true)
+			break
+		}
+		if r.ctx.Err() != nil {
+			return
+		}
+		h.metrics.readErrors.Inc()
+		h.logger.Warn("live delivery: cannot watch the channel; retrying", "channel", r.name, "err", err)
+		if pause(r.ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	if r.ctx.Err() != nil {
+		r.unwatch() // stopped meanwhile: stop may have looked before watched was set
+		return
+	}
 	head, ok := r.head()
 	if !ok {
 		return
 	}
 	r.mu.Lock()
 	r.pos = head
+	r.started = true
+	run := len(r.inbox) > 0 && !r.working
+	if run {
+		r.working = true
+	}
 	r.mu.Unlock()
 	close(r.ready)
-	topts := h.opts.Tail
-	topts.OnError = func(err error) {
-		h.metrics.readErrors.Inc()
-		h.logger.Warn("live delivery: channel log unavailable; retrying from the last cursor",
-			"channel", r.name, "err", err)
+	if run {
+		go r.work()
 	}
+}
+
+// unwatch ends the room's watch once.
+func (r *room) unwatch() {
+	if r.watched.CompareAndSwap(true, false) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = r.hub.feed.Unwatch(ctx, r.name)
+	}
+}
+
+// deliver queues a notice and starts the worker if none runs. It never
+// blocks on the store or a socket: it runs on the feed's goroutine.
+func (r *room) deliver(n feed.Notice) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	if len(r.inbox) >= maxInbox {
+		r.inbox = append(r.inbox[:0], feed.Notice{Channel: r.name})
+	} else {
+		r.inbox = append(r.inbox, n)
+	}
+	run := r.started && !r.working
+	if run {
+		r.working = true
+	}
+	r.mu.Unlock()
+	if run {
+		go r.work()
+	}
+}
+
+// work delivers what the inbox holds, then what came meanwhile, until the
+// inbox is empty. Nothing waits to batch: the first notice goes out as
+// soon as it is read, and notices that arrive while the worker fans out
+// (or while sockets write) go out together in the next round, encoded once.
+func (r *room) work() {
 	for {
+		r.mu.Lock()
+		batch := r.inbox
+		r.inbox = r.spare[:0]
+		r.spare = nil
+		if len(batch) == 0 || r.stopped {
+			r.working = false
+			r.spare = batch[:0]
+			r.mu.Unlock()
+			return
+		}
+		pos := r.pos
+		r.mu.Unlock()
+
+		evs, gap := chain(batch, pos)
+		clear(batch) // drop the events' references before reuse
+		if len(evs) > 0 {
+			if err := r.fanout(evs); err != nil {
+				r.resync(err)
+			}
+		}
+		if gap {
+			r.catchUp()
+		}
+		r.mu.Lock()
+		if r.spare == nil {
+			r.spare = batch[:0]
+		}
+		r.mu.Unlock()
+	}
+}
+
+// chain returns the events of batch that follow pos without a hole, in
+// order, and whether the log must be read: for a notice without an event,
+// and for one whose predecessor is not the last event delivered. That
+// includes an event at or before pos: usually one a read already
+// delivered, but also the first event of a store that was reset, which
+// only the log can tell apart (the read then reports the history gone).
+func chain(batch []feed.Notice, pos chat.Cursor) (evs []chat.Event, gap bool) {
+	cur := pos
+	for _, n := range batch {
+		if n.Event != nil && n.Prev == cur && cur.Less(n.Event.Cursor) {
+			evs = append(evs, *n.Event)
+			cur = n.Event.Cursor
+			continue
+		}
+		gap = true
+	}
+	return evs, gap
+}
+
+// catchUp reads the log from pos until it has everything. While the store
+// is unavailable it retries from the same cursor, so nothing stored is
+// skipped; a position that left the history window makes every subscriber
+// here resync (4010), as their view now has a gap, and starts again at the
+// head.
+func (r *room) catchUp() {
+	h := r.hub
+	backoff := 100 * time.Millisecond
+	for r.ctx.Err() == nil {
 		r.mu.Lock()
 		pos := r.pos
 		r.mu.Unlock()
-		err := chat.Tail(r.ctx, h.log, r.name, pos, r.fanout, topts)
-		if r.ctx.Err() != nil {
+		h.metrics.logReads.Inc()
+		evs, err := h.log.ReadEvents(r.ctx, r.name, pos, h.opts.ReadLimit, 0)
+		switch {
+		case err == nil:
+			if len(evs) > 0 {
+				if err := r.fanout(evs); err != nil {
+					r.resync(err)
+					return
+				}
+			}
+			if len(evs) < h.opts.ReadLimit {
+				return
+			}
+		case r.ctx.Err() != nil:
+			return
+		case chat.KindOf(err) == chat.KindUnavailable:
+			h.metrics.readErrors.Inc()
+			h.logger.Warn("live delivery: channel log unavailable; retrying from the last cursor", "channel", r.name, "err", err)
+			if pause(r.ctx, backoff) != nil {
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		default:
+			r.resync(err)
 			return
 		}
-		code, reason := CloseResync, "this replica lost its place in the channel; reconnect with since"
-		if chat.KindOf(err) != chat.KindHistoryGone {
-			h.logger.Error("live delivery: channel reader failed; resyncing subscribers", "channel", r.name, "err", err)
-			code = websocket.StatusInternalError
-		} else {
-			h.logger.Warn("live delivery: reader position left the history window; resyncing subscribers", "channel", r.name, "after", pos)
-		}
-		head, ok := r.head()
-		if !ok {
-			return
-		}
-		r.mu.Lock()
-		subs := make([]*conn, 0, len(r.subs))
-		for c := range r.subs {
-			subs = append(subs, c)
-		}
-		clear(r.subs)
-		r.pos = head
-		r.mu.Unlock()
-		for _, c := range subs {
-			go c.closeWith(code, reason)
-		}
+	}
+}
+
+// resync closes every subscriber here (they reconnect with since and
+// recover from the log) and starts again at the head.
+func (r *room) resync(err error) {
+	h := r.hub
+	code, reason := CloseResync, "this replica lost its place in the channel; reconnect with since"
+	if chat.KindOf(err) != chat.KindHistoryGone {
+		h.logger.Error("live delivery: channel delivery failed; resyncing subscribers", "channel", r.name, "err", err)
+		code = websocket.StatusInternalError
+	} else {
+		h.logger.Warn("live delivery: position left the history window; resyncing subscribers", "channel", r.name)
+	}
+	head, ok := r.head()
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	subs := make([]*conn, 0, len(r.subs))
+	for c := range r.subs {
+		subs = append(subs, c)
+	}
+	clear(r.subs)
+	r.pos = head
+	if !r.stopped {
+		r.idle = time.Now()
+	}
+	r.mu.Unlock()
+	for _, c := range subs {
+		go c.closeWith(code, reason)
+	}
+	if len(subs) > 0 {
+		r.presenceChanged()
+	}
+}
+
+// pause waits d or until ctx ends (then it returns ctx.Err()).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -113,22 +292,21 @@ func (r *room) head() (chat.Cursor, bool) {
 		}
 		r.hub.metrics.readErrors.Inc()
 		r.hub.logger.Warn("live delivery: cannot read the channel head; retrying", "channel", r.name, "err", err)
-		select {
-		case <-r.ctx.Done():
+		if pause(r.ctx, backoff) != nil {
 			return chat.Cursor{}, false
-		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
 // fanout encodes a batch of events once and queues the same frames on
-// every subscriber. It holds the room's lock so that a joiner's starting
-// cursor and the events queued for it meet exactly.
+// every subscriber. Only the worker calls it; it holds the room's lock
+// while queueing so that a joiner's starting cursor and the events queued
+// for it meet exactly.
 func (r *room) fanout(evs []chat.Event) error {
 	frames, err := encodeEvents(evs, r.hub.opts.Batch)
 	if err != nil {
-		return err // a domain event that cannot be encoded: the reader restarts
+		return err // a domain event that cannot be encoded: resync
 	}
 	r.hub.metrics.events.Add(float64(len(evs)))
 	var slow []*conn
@@ -230,7 +408,11 @@ func (r *room) reportPresence() {
 			}
 			return
 		}
-		r.lastReport.Store(time.Now().UnixNano())
+		// The next refresh falls due PresenceInterval/2..PresenceInterval
+		// from now, at random: rooms that joined together (a thousand at a
+		// replica's start) would otherwise refresh together, and a burst of
+		// a thousand scripts holds Redis for everyone.
+		r.lastReport.Store(time.Now().Add(-rand.N(r.hub.opts.PresenceInterval / 2)).UnixNano())
 		r.reportedLocal.Store(int64(n))
 		if int64(total) != r.total.Swap(int64(total)) {
 			r.broadcast(controlFrame(presenceFrame{Type: typePresence, Channel: r.name, Count: total}))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
@@ -28,6 +29,8 @@ type Store struct {
 	owned    []redis.UniversalClient
 	history  int
 	prefix   string
+	// cluster: rdb is a Redis Cluster client; scripts never span slots.
+	cluster bool
 }
 
 // Options configure the engine.
@@ -36,9 +39,9 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
-	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK). Each
-	// blocked read holds a connection, so a separate pool keeps live
-	// delivery from starving sends. Default: the main client.
+	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK), which
+	// only chat.Tail callers make (live delivery reads without blocking):
+	// each blocked read holds a connection. Default: the main client.
 	Blocking redis.UniversalClient
 }
 
@@ -53,22 +56,20 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Blocking == nil {
 		opts.Blocking = rdb
 	}
-	return &Store{rdb: rdb, blocking: opts.Blocking, history: opts.History, prefix: opts.Prefix}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Store{rdb: rdb, blocking: opts.Blocking, history: opts.History, prefix: opts.Prefix, cluster: cluster}
 }
 
-// Open connects to the server named by a redis:// URL, with a second
-// connection pool for blocking reads, and checks that it answers. Close
-// releases both.
+// Open connects to the Redis named by a REDIS_URL (one server, Sentinel or
+// Cluster: libs/apiserver/redisconn's forms) and checks that it answers.
+// Close releases the client.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	o, err := redis.ParseURL(url)
+	rdb, err := redisconn.Open(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+		return nil, err
 	}
-	rdb := redis.NewClient(o)
-	blocking := redis.NewClient(o)
-	opts.Blocking = blocking
 	s := New(rdb, opts)
-	s.owned = []redis.UniversalClient{rdb, blocking}
+	s.owned = []redis.UniversalClient{rdb}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -81,10 +82,29 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // ---- keys ----
 
-// Channel keys share a hash tag so a channel's scripts stay on one slot.
+// Keys carry hash tags so that every script touches one hash slot, which
+// a Redis Cluster requires (and which costs nothing on one server):
+//
+//	<prefix>{ch:<name>}:<what>  a channel: log, seq, trim, deleted,
+//	                            settings, gate:<key>, presence (and the
+//	                            live Pub/Sub channel)
+//	<prefix>{users}:<what>      users: user:<id>, names, tokens, ids
+//	<prefix>{commands}:<what>   commands: all, triggers, counts
+//	<prefix>{filters}:<what>    filters: all, seq
+//
+// Channels spread over the cluster by name; users, commands and filters
+// each sit in one slot (they are read on every send but are small and
+// change rarely). The one write that spans two groups, a moderation
+// event with its user change, is two scripts on a cluster (UpdateUser).
 func (s *Store) ck(channel, what string) string { return s.prefix + "{ch:" + channel + "}:" + what }
-func (s *Store) userKey(id string) string       { return s.prefix + "user:" + id }
-func (s *Store) k(what string) string           { return s.prefix + what }
+func (s *Store) userKey(id string) string       { return s.prefix + "{users}:user:" + id }
+func (s *Store) uk(what string) string          { return s.prefix + "{users}:" + what }
+func (s *Store) cmdk(what string) string        { return s.prefix + "{commands}:" + what }
+func (s *Store) fk(what string) string          { return s.prefix + "{filters}:" + what }
+
+// revokedKey is the Pub/Sub channel of revocations: "deleted <id>" and
+// "banned <id>", published by the scripts that delete or ban a user.
+func (s *Store) revokedKey() string { return s.prefix + "{users}:revoked" }
 
 // fail turns a backend error into the domain's Unavailable error, and lets
 // context cancellation through as itself.
@@ -160,7 +180,7 @@ func (s *Store) AppendMessage(ctx context.Context, m chat.Message) (chat.Message
 	ch := m.Channel
 	id, err := appendMessage.Run(ctx, s.rdb,
 		[]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")},
-		s.history, data).Int64()
+		s.history, data, s.ck(ch, "live")).Int64()
 	if err != nil {
 		return chat.Message{}, fail("append message", err)
 	}
@@ -276,8 +296,8 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 		return chat.Message{}, fmt.Errorf("encode tombstone: %w", err)
 	}
 	res, err := deleteMessage.Run(ctx, s.rdb,
-		[]string{s.ck(channel, "log"), s.ck(channel, "deleted"), s.ck(channel, "seq")},
-		id, at.UnixMilli(), data).Int64()
+		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted")},
+		id, at.UnixMilli(), data, s.ck(channel, "live")).Int64()
 	if err != nil {
 		return chat.Message{}, fail("delete message", err)
 	}
@@ -369,6 +389,18 @@ func (s *Store) Head(ctx context.Context, channel string) (chat.Cursor, error) {
 
 // ---- channels ----
 
+// ClaimChannel implements chat.Store.
+func (s *Store) ClaimChannel(ctx context.Context, name string, max int) error {
+	ok, err := claimChannel.Run(ctx, s.rdb, []string{s.prefix + "{channels}:all"}, name, max).Int()
+	if err != nil {
+		return fail("claim channel", err)
+	}
+	if ok == 0 {
+		return chat.LimitReached(chat.QuotaChannels, max)
+	}
+	return nil
+}
+
 // Channel implements chat.Store.
 func (s *Store) Channel(ctx context.Context, name string) (chat.Channel, error) {
 	v, err := s.rdb.HGet(ctx, s.ck(name, "settings"), "slow_mode_seconds").Int()
@@ -421,7 +453,7 @@ func parseUser(m map[string]string) (chat.User, error) {
 }
 
 func (s *Store) userIndexKeys(id string) []string {
-	return []string{s.userKey(id), s.k("user_names"), s.k("user_tokens"), s.k("user_ids")}
+	return []string{s.userKey(id), s.uk("names"), s.uk("tokens"), s.uk("ids")}
 }
 
 // CreateUser implements chat.Store.
@@ -454,7 +486,7 @@ func (s *Store) User(ctx context.Context, id string) (chat.User, error) {
 // UserByTokenHash implements chat.Store. The hash is the lookup key, so no
 // stored secret is compared here.
 func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, error) {
-	id, err := s.rdb.HGet(ctx, s.k("user_tokens"), hash).Result()
+	id, err := s.rdb.HGet(ctx, s.uk("tokens"), hash).Result()
 	if errors.Is(err, redis.Nil) {
 		return chat.User{}, chat.NotFound("user")
 	}
@@ -466,7 +498,7 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, er
 
 // Users implements chat.Store.
 func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
-	ids, err := s.rdb.SMembers(ctx, s.k("user_ids")).Result()
+	ids, err := s.rdb.SMembers(ctx, s.uk("ids")).Result()
 	if err != nil {
 		return nil, fail("list users", err)
 	}
@@ -513,20 +545,30 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	if p.ModReason != nil {
 		fields = append(fields, "reason", *p.ModReason)
 	}
-	keys := []string{s.userKey(id), s.k("none"), s.k("none")}
-	evType, evData := "", []byte{}
+	var evData []byte
 	if ev != nil {
 		var err error
-		keys[1], keys[2] = s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq")
-		evType = string(ev.Type)
 		if evData, err = json.Marshal(ev); err != nil {
 			return chat.User{}, fmt.Errorf("encode event: %w", err)
 		}
 	}
-	args := append([]any{string(ifRole), evType, evData}, fields...)
-	res, err := updateUser.Run(ctx, s.rdb, keys, args...).StringSlice()
+	// On one server the change and its event are one script. A cluster
+	// keeps users and channels in different slots, so there the user
+	// changes first (it is what permissions read) and the event follows.
+	keys := []string{s.userKey(id)}
+	args := []any{string(ifRole), "", "", "", s.revokedKey()}
+	if ev != nil && !s.cluster {
+		keys = append(keys, s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq"))
+		args = []any{string(ifRole), string(ev.Type), evData, s.ck(ev.Channel, "live"), s.revokedKey()}
+	}
+	res, err := updateUser.Run(ctx, s.rdb, keys, append(args, fields...)...).StringSlice()
 	if err != nil {
 		return chat.User{}, scriptStatus("update user", err, "user")
+	}
+	if ev != nil && s.cluster {
+		if err := s.appendEvent(ctx, ev.Channel, ev.Type, evData); err != nil {
+			return chat.User{}, err
+		}
 	}
 	m := make(map[string]string, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
@@ -535,16 +577,37 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	return parseUser(m)
 }
 
+// appendEvent appends a moderation event to a channel's log, retrying
+// briefly: on a cluster it follows the user change it reports.
+func (s *Store) appendEvent(ctx context.Context, channel string, typ chat.EventType, data []byte) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fail("append event", ctx.Err())
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		err = appendEvent.Run(ctx, s.rdb, []string{s.ck(channel, "log"), s.ck(channel, "seq")},
+			string(typ), data, s.ck(channel, "live")).Err()
+		if err == nil {
+			return nil
+		}
+	}
+	return fail("append event", err)
+}
+
 // DeleteUser implements chat.Store.
 func (s *Store) DeleteUser(ctx context.Context, id string, ifRole chat.Role) error {
-	err := deleteUser.Run(ctx, s.rdb, s.userIndexKeys(id), id, string(ifRole)).Err()
+	err := deleteUser.Run(ctx, s.rdb, s.userIndexKeys(id), id, string(ifRole), s.revokedKey()).Err()
 	return scriptStatus("delete user", err, "user")
 }
 
 // ---- commands ----
 
 func (s *Store) commandKeys() []string {
-	return []string{s.k("commands"), s.k("command_triggers"), s.k("command_counts")}
+	return []string{s.cmdk("all"), s.cmdk("triggers"), s.cmdk("counts")}
 }
 
 func encodeCommand(c chat.Command) ([]byte, error) {
@@ -572,12 +635,19 @@ func takenBy(owner, trigger string) error {
 }
 
 // CreateCommand implements chat.Store.
-func (s *Store) CreateCommand(ctx context.Context, c chat.Command) error {
+func (s *Store) CreateCommand(ctx context.Context, c chat.Command, max int) error {
 	data, err := encodeCommand(c)
 	if err != nil {
 		return err
 	}
-	owner, err := createCommand.Run(ctx, s.rdb, s.commandKeys()[:2], triggerArgs(c.Name, data, c)...).Text()
+	args := []any{c.Name, data, max}
+	for _, t := range c.Triggers() {
+		args = append(args, t)
+	}
+	owner, err := createCommand.Run(ctx, s.rdb, s.commandKeys()[:2], args...).Text()
+	if err != nil && strings.HasPrefix(err.Error(), "LIMIT commands") {
+		return chat.LimitReached(chat.QuotaCommands, max)
+	}
 	if err != nil {
 		return fail("create command", err)
 	}
@@ -592,7 +662,7 @@ func (s *Store) CreateCommand(ctx context.Context, c chat.Command) error {
 
 // Command implements chat.Store.
 func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, error) {
-	name, err := s.rdb.HGet(ctx, s.k("command_triggers"), trigger).Result()
+	name, err := s.rdb.HGet(ctx, s.cmdk("triggers"), trigger).Result()
 	if errors.Is(err, redis.Nil) {
 		return chat.Command{}, chat.NotFound("command")
 	}
@@ -601,8 +671,8 @@ func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, erro
 	}
 	var raw, count *redis.StringCmd
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		raw = p.HGet(ctx, s.k("commands"), name)
-		count = p.HGet(ctx, s.k("command_counts"), name)
+		raw = p.HGet(ctx, s.cmdk("all"), name)
+		count = p.HGet(ctx, s.cmdk("counts"), name)
 		return nil
 	})
 	if errors.Is(raw.Err(), redis.Nil) {
@@ -623,8 +693,8 @@ func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, erro
 func (s *Store) Commands(ctx context.Context) ([]chat.Command, error) {
 	var raw, counts *redis.MapStringStringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		raw = p.HGetAll(ctx, s.k("commands"))
-		counts = p.HGetAll(ctx, s.k("command_counts"))
+		raw = p.HGetAll(ctx, s.cmdk("all"))
+		counts = p.HGetAll(ctx, s.cmdk("counts"))
 		return nil
 	})
 	if err != nil {
@@ -672,7 +742,7 @@ func (s *Store) DeleteCommand(ctx context.Context, name string) error {
 
 // CountCommand implements chat.Store.
 func (s *Store) CountCommand(ctx context.Context, name string) (int64, error) {
-	n, err := countCommand.Run(ctx, s.rdb, []string{s.k("commands"), s.k("command_counts")}, name).Int64()
+	n, err := countCommand.Run(ctx, s.rdb, []string{s.cmdk("all"), s.cmdk("counts")}, name).Int64()
 	if err != nil {
 		return 0, scriptStatus("count command", err, "command")
 	}
@@ -682,14 +752,20 @@ func (s *Store) CountCommand(ctx context.Context, name string) (int64, error) {
 // ---- filters ----
 
 // CreateFilter implements chat.Store.
-func (s *Store) CreateFilter(ctx context.Context, f chat.Filter) (chat.Filter, error) {
+func (s *Store) CreateFilter(ctx context.Context, f chat.Filter, lim chat.Limits) (chat.Filter, error) {
 	f.ID = ""
 	data, err := json.Marshal(f)
 	if err != nil {
 		return chat.Filter{}, fmt.Errorf("encode filter: %w", err)
 	}
-	id, err := createFilter.Run(ctx, s.rdb, []string{s.k("filters"), s.k("filter_seq")}, data).Text()
-	if err != nil {
+	id, err := createFilter.Run(ctx, s.rdb, []string{s.fk("all"), s.fk("seq")}, data, lim.Filters, lim.RegexFilters, string(f.Kind)).Text()
+	switch {
+	case err == nil:
+	case strings.HasPrefix(err.Error(), "LIMIT filters"):
+		return chat.Filter{}, chat.LimitReached(chat.QuotaFilters, lim.Filters)
+	case strings.HasPrefix(err.Error(), "LIMIT regex"):
+		return chat.Filter{}, chat.LimitReached(chat.QuotaRegexFilters, lim.RegexFilters)
+	default:
 		return chat.Filter{}, fail("create filter", err)
 	}
 	f.ID = id
@@ -698,7 +774,7 @@ func (s *Store) CreateFilter(ctx context.Context, f chat.Filter) (chat.Filter, e
 
 // Filters implements chat.Store.
 func (s *Store) Filters(ctx context.Context) ([]chat.Filter, error) {
-	m, err := s.rdb.HGetAll(ctx, s.k("filters")).Result()
+	m, err := s.rdb.HGetAll(ctx, s.fk("all")).Result()
 	if err != nil {
 		return nil, fail("list filters", err)
 	}
@@ -716,7 +792,7 @@ func (s *Store) Filters(ctx context.Context) ([]chat.Filter, error) {
 
 // DeleteFilter implements chat.Store.
 func (s *Store) DeleteFilter(ctx context.Context, id string) error {
-	n, err := s.rdb.HDel(ctx, s.k("filters"), id).Result()
+	n, err := s.rdb.HDel(ctx, s.fk("all"), id).Result()
 	if err != nil {
 		return fail("delete filter", err)
 	}
@@ -736,6 +812,10 @@ func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) 
 	keys := make([]string, len(gates))
 	args := []any{now.UnixMilli()}
 	for i, g := range gates {
+		if g.Channel != gates[0].Channel {
+			// One script, one slot: a channel's gates pass together.
+			return 0, fmt.Errorf("acquire gates: all gates must be in one channel (%s and %s)", gates[0].Channel, g.Channel)
+		}
 		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
 		args = append(args, g.For.Milliseconds())
 	}

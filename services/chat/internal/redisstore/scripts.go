@@ -11,9 +11,14 @@ import "github.com/redis/go-redis/v9"
 // "<cut>-1": it drops message <cut> and everything before, but keeps the
 // events that followed <cut>, so a reader whose cursor is <cut> or later
 // lost nothing, which is what the trim mark records.
-// KEYS: seq, log, trim, deleted. ARGV: history, event json.
+// The entry is then announced on the channel's live Pub/Sub channel (see
+// liveNotice).
+// KEYS: seq, log, trim, deleted. ARGV: history, event json, live channel.
 var appendMessage = redis.NewScript(`
 local id = redis.call('INCR', KEYS[1])
+local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+local prev = '0-0'
+if #top > 0 then prev = top[1][1] end
 redis.call('XADD', KEYS[2], id .. '-0', 't', 'message', 'd', ARGV[2])
 local cut = id - tonumber(ARGV[1])
 if cut > 0 then
@@ -25,20 +30,43 @@ if cut > 0 then
     for i = from, cut do redis.call('HDEL', KEYS[4], tostring(i)) end
   end
 end
+redis.call('PUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
 return id
 `)
 
+// liveNotice is the Lua that appends an event after the channel's last
+// message ("<last>-*" lets Redis pick the next sequence number) and
+// announces it on the live channel as "<previous entry id> <entry id>
+// <event json>": a replica that delivered up to the previous entry applies
+// the event at once, any other reads the stream. Expects locals logk, seqk
+// (the channel's keys), etype, edata and live.
+const liveNotice = `
+local top = redis.call('XREVRANGE', logk, '+', '-', 'COUNT', 1)
+local prev = '0-0'
+if #top > 0 then prev = top[1][1] end
+local last = redis.call('GET', seqk) or '0'
+local eid = redis.call('XADD', logk, last .. '-*', 't', etype, 'd', edata)
+redis.call('PUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
+`
+
+// appendEvent appends a moderation event to a channel's log.
+// KEYS: log, seq. ARGV: event type, event json, live channel.
+var appendEvent = redis.NewScript(`
+local logk, seqk, etype, edata, live = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+` + liveNotice + `
+return 1
+`)
+
 // deleteMessage marks a message deleted once and appends the
-// message_deleted event after the channel's last message ("<last>-*" lets
-// Redis pick the next sequence number).
-// KEYS: log, deleted, seq. ARGV: id, deleted_at ms, event json.
+// message_deleted event after the channel's last message.
+// KEYS: log, seq, deleted. ARGV: id, deleted_at ms, event json, live channel.
 // Returns 0 not found, 1 deleted, 2 already deleted.
 var deleteMessage = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', ARGV[1] .. '-0')
 if #e == 0 then return 0 end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 2 end
-local last = redis.call('GET', KEYS[3]) or '0'
-redis.call('XADD', KEYS[1], last .. '-*', 't', 'message_deleted', 'd', ARGV[3])
+if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then return 2 end
+local logk, seqk, etype, edata, live = KEYS[1], KEYS[2], 'message_deleted', ARGV[3], ARGV[4]
+` + liveNotice + `
 return 1
 `)
 
@@ -59,24 +87,37 @@ return ''
 `)
 
 // updateUser changes fields only if the user still holds the expected role
-// and, with an event, appends it to a channel log in the same step.
-// KEYS: user, log, seq. ARGV: role, event type (” for none), event json,
-// then field/value pairs. Returns the user's fields, or an error status.
+// and, with an event, appends it to a channel log in the same step (one
+// Redis server: the user and the channel may live anywhere). On a cluster
+// the user and the channel are in different slots: the engine runs this
+// script without an event, then appendEvent.
+// A ban is announced on the revocation channel, so every replica closes
+// the user's sockets.
+// KEYS: user, log, seq. ARGV: role, event type (empty for none), event json,
+// live channel, revocation channel, then field/value pairs. Returns the
+// user's fields, or an error status.
 var updateUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
 local fields = {}
-for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
+for i = 1, #fields - 1, 2 do
+  if fields[i] == 'banned' and fields[i + 1] == 'true' then
+    redis.call('PUBLISH', ARGV[5], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
+  end
+end
 if ARGV[2] ~= '' then
-  local last = redis.call('GET', KEYS[3]) or '0'
-  redis.call('XADD', KEYS[2], last .. '-*', 't', ARGV[2], 'd', ARGV[3])
+  local logk, seqk, etype, edata, live = KEYS[2], KEYS[3], ARGV[2], ARGV[3], ARGV[4]
+` + liveNotice + `
 end
 return redis.call('HGETALL', KEYS[1])
 `)
 
-// deleteUser removes a user and its indexes if it still holds the role.
-// KEYS: user, names, tokens, ids. ARGV: id, role.
+// deleteUser removes a user and its indexes if it still holds the role,
+// and announces it on the revocation channel, so every replica closes the
+// user's sockets. KEYS: user, names, tokens, ids. ARGV: id, role,
+// revocation channel.
 var deleteUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[2] then return redis.error_reply('CONFLICT') end
@@ -86,21 +127,26 @@ redis.call('DEL', KEYS[1])
 if lname then redis.call('HDEL', KEYS[2], lname) end
 if token then redis.call('HDEL', KEYS[3], token) end
 redis.call('SREM', KEYS[4], ARGV[1])
+redis.call('PUBLISH', ARGV[3], 'deleted ' .. ARGV[1])
 return 1
 `)
 
 // createCommand claims the name and every alias or nothing, so two replicas
 // creating the same command concurrently yield one 201 and one 409.
-// KEYS: commands, triggers. ARGV: name, json, triggers... Returns "" or the
-// owner of a taken trigger.
+// KEYS: commands, triggers. ARGV: name, json, max, triggers... Returns ""
+// or the owner of a taken trigger.
+// The command limit (ARGV[3], 0 for none) is checked in the same step:
+// error "LIMIT commands" when reached.
 var createCommand = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return ARGV[1] end
-for i = 3, #ARGV do
+local max = tonumber(ARGV[3])
+if max > 0 and redis.call('HLEN', KEYS[1]) >= max then return redis.error_reply('LIMIT commands') end
+for i = 4, #ARGV do
   local owner = redis.call('HGET', KEYS[2], ARGV[i])
   if owner then return owner end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-for i = 3, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
+for i = 4, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
 return ''
 `)
 
@@ -145,8 +191,20 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return redis.error_reply('N
 return redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 `)
 
-// createFilter numbers and stores a filter. KEYS: filters, seq. ARGV: json.
+// createFilter numbers and stores a filter unless a limit is reached:
+// error "LIMIT filters" or "LIMIT regex". Filters are few (bounded by the
+// limit), so counting the regex ones is a short scan.
+// KEYS: filters, seq. ARGV: json, max filters, max regex filters, kind.
 var createFilter = redis.NewScript(`
+local max, maxRegex = tonumber(ARGV[2]), tonumber(ARGV[3])
+if max > 0 and redis.call('HLEN', KEYS[1]) >= max then return redis.error_reply('LIMIT filters') end
+if ARGV[4] == 'regex' and maxRegex > 0 then
+  local n = 0
+  for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
+    if string.find(v, '"kind":"regex"', 1, true) then n = n + 1 end
+  end
+  if n >= maxRegex then return redis.error_reply('LIMIT regex') end
+end
 local id = 'f' .. redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], id, ARGV[1])
 return id
@@ -173,4 +231,15 @@ for i, k in ipairs(KEYS) do
   if d > 0 then redis.call('SET', k, tostring(now + d), 'PX', d) end
 end
 return 0
+`)
+
+// claimChannel adds a channel to the set of channels unless the set holds
+// max (0: no limit) already. KEYS: channels. ARGV: name, max. Returns 1
+// claimed (now or before), 0 limit reached.
+var claimChannel = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+local max = tonumber(ARGV[2])
+if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
+redis.call('SADD', KEYS[1], ARGV[1])
+return 1
 `)

@@ -11,6 +11,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/httpapi"
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // defaultPort is geoip's port when PORT is unset (DESIGN.md: the library's default is
@@ -44,7 +45,7 @@ func httpOptions(env func(string) string) (httpapi.Options, error) {
 
 // newHTTPServer builds the API server on libs/apiserver (which reads PORT, HOST,
 // TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_* and the rest from env) answering from db.
-func newHTTPServer(db *dbfile.Manager, env func(string) string, log *slog.Logger) (*apiserver.Server[struct{}], *httpapi.API, error) {
+func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog.Logger) (*apiserver.Server[struct{}], *httpapi.API, error) {
 	opts, err := httpOptions(env)
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +54,7 @@ func newHTTPServer(db *dbfile.Manager, env func(string) string, log *slog.Logger
 		APITitle:       "geoip",
 		ServiceName:    "geoip",
 		APIVersion:     version,
-		APIDescription: httpapi.Description,
+		APIDescription: httpapi.Describe(asnDB != nil),
 		APITags: []apiserver.Tag{
 			{Name: "lookup", Description: "Location of a given address"},
 			{Name: "caller", Description: "Location of the caller's own address"},
@@ -68,7 +69,11 @@ func newHTTPServer(db *dbfile.Manager, env func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, nil, err
 	}
-	api, err := httpapi.New(srv, db, opts)
+	var answers httpapi.DB = db
+	if asnDB != nil {
+		answers = &dbfile.WithASN{City: db, ASN: asnDB}
+	}
+	api, err := httpapi.New(srv, answers, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,19 +90,27 @@ func newHTTPServer(db *dbfile.Manager, env func(string) string, log *slog.Logger
 }
 
 // serveHTTP answers HTTP requests from db until ctx ends or SIGINT/SIGTERM, then drains.
-func serveHTTP(ctx context.Context, db *dbfile.Manager, env func(string) string, log *slog.Logger) error {
-	srv, api, err := newHTTPServer(db, env, log)
+func serveHTTP(ctx context.Context, db, asnDB *dbfile.Manager, env func(string) string, log *slog.Logger) error {
+	srv, api, err := newHTTPServer(db, asnDB, env, log)
 	if err != nil {
 		return err
 	}
 	swaps, stop := db.Subscribe()
 	defer stop()
+	var asnSwaps <-chan lookup.Info // nil without an ASN database: never ready
+	if asnDB != nil {
+		ch, stopASN := asnDB.Subscribe()
+		defer stopASN()
+		asnSwaps = ch
+	}
 	go func() {
 		for {
 			select {
 			case <-swaps:
 				// Answers of the old database are never served (they carry its version);
 				// dropping them frees the memory at once.
+				api.Purge()
+			case <-asnSwaps:
 				api.Purge()
 			case <-ctx.Done():
 				return

@@ -51,7 +51,7 @@ func TestHTTPServerWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, api, err := newHTTPServer(db, httpEnv(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8"}), slog.New(slog.DiscardHandler))
+	srv, api, err := newHTTPServer(db, nil, httpEnv(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8"}), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

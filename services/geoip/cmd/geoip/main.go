@@ -21,8 +21,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apistack/platform/services/geoip/internal/asn"
 	"github.com/apistack/platform/services/geoip/internal/convert"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 	"github.com/apistack/platform/services/geoip/internal/updater"
@@ -63,6 +65,7 @@ func run(ctx context.Context, args []string, env func(string) string) error {
 // config is everything serve reads from the environment.
 type config struct {
 	DBPath         string        // GEOIP_DB
+	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
 	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
 	Token          string        // IP2LOCATION_TOKEN
 	Product        string        // IP2LOCATION_PRODUCT
@@ -76,6 +79,7 @@ type config struct {
 func loadConfig(env func(string) string) (config, error) {
 	c := config{
 		DBPath:         env("GEOIP_DB"),
+		ASNPath:        env("GEOIP_ASN_DB"),
 		Token:          env("IP2LOCATION_TOKEN"),
 		Product:        env("IP2LOCATION_PRODUCT"),
 		DownloadURL:    env("IP2LOCATION_DOWNLOAD_URL"),
@@ -160,24 +164,49 @@ func serve(ctx context.Context, args []string, env func(string) string) error {
 	}
 	log := newLogger(cfg, os.Stderr)
 	// The HTTP layer passes its metrics registry here instead of nil.
-	db, err := openDatabase(ctx, cfg, log, nil)
+	db, err := openDatabase(ctx, cfg, log, nil, tz.New())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return serveHTTP(ctx, db, env, log)
+	asnDB, err := openASN(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if asnDB != nil {
+		defer asnDB.Close()
+	}
+	return serveHTTP(ctx, db, asnDB, env, log)
+}
+
+// openASN loads GEOIP_ASN_DB when it is set, watched and reloaded (SIGHUP, file change)
+// like the city database; nil when it is not set.
+func openASN(ctx context.Context, cfg config, log *slog.Logger) (*dbfile.Manager, error) {
+	if cfg.ASNPath == "" {
+		log.Info("GEOIP_ASN_DB not set; asn and org are answered empty")
+		return nil, nil
+	}
+	m, err := dbfile.New(dbfile.Config{
+		Path:         cfg.ASNPath,
+		Open:         func(path string) (lookup.DB, error) { return asn.Load(path) },
+		PollInterval: cfg.WatchInterval,
+		Logger:       log.With("database", "asn"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("GEOIP_ASN_DB: %w", err)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		m.Watch(ctx, hup)
+	}()
+	return m, nil
 }
 
 // openDatabase builds the database manager with its watcher, SIGHUP handler and updater,
 // all stopped by ctx, and registers their metrics on reg when it is not nil.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
-	zones := tz.New()
-	go func() {
-		// Loading the zone polygons takes a moment; do it before the first request.
-		if err := zones.Warm(); err != nil {
-			log.Error("time zone data not loaded; records will lack time zones", "err", err)
-		}
-	}()
+func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, error) {
 	path := cfg.DBPath
 	if path == "" && cfg.Token != "" {
 		// A database downloaded by an earlier run beats the sample.
@@ -223,6 +252,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometh
 		}
 	}
 	// Nothing can fail from here on: start the background work.
+	go warmZones(ctx, db, zones, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -233,6 +263,29 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometh
 		go up.Run(ctx)
 	}
 	return db, nil
+}
+
+// warmZones loads the time zone polygons (some 60 MB, a moment) before the first request
+// needs them, for a database whose records do not all name their zone, now and whenever
+// such a database is swapped in. A database whose records all name it (BINs written by
+// geoip convert) never needs them, and they are not loaded.
+func warmZones(ctx context.Context, db *dbfile.Manager, zones *tz.Finder, log *slog.Logger) {
+	swaps, stop := db.Subscribe()
+	defer stop()
+	info := db.Info()
+	for {
+		if !info.ZoneNames && !zones.Loaded() {
+			log.Info("loading time zone polygons: the database has records without a zone name", "source", info.Source)
+			if err := zones.Warm(); err != nil {
+				log.Error("time zone data not loaded; records will lack time zones", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case info = <-swaps:
+		}
+	}
 }
 
 func convertCmd(args []string, stdout io.Writer) error {

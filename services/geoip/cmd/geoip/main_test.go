@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 	"io"
 	"log/slog"
 	"net"
@@ -127,7 +128,7 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	db, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	db, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}

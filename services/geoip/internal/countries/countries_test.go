@@ -80,3 +80,39 @@ func BenchmarkLookup(b *testing.B) {
 		Lookup("DE")
 	}
 }
+
+func TestGeoNamesFacts(t *testing.T) {
+	us, _ := Lookup("US")
+	want := Facts{Name: "United States", Continent: "NA", ISO3: "USA", Capital: "Washington", TLD: ".us",
+		CallingCode: "+1", Currency: "USD", CurrencyName: "Dollar", Languages: "en-US,es-US,haw,fr",
+		Area: 9629091, Population: 327167434}
+	if us != want {
+		t.Errorf("US = %+v\nwant %+v", us, want)
+	}
+	for code, check := range map[string]func(Facts) bool{
+		"GB": func(f Facts) bool {
+			return f.ISO3 == "GBR" && f.TLD == ".uk" && f.CallingCode == "+44" && f.Currency == "GBP"
+		},
+		"AG": func(f Facts) bool { return f.CallingCode == "+1-268" },
+		"DO": func(f Facts) bool { return f.CallingCode == "+1-809" },
+		"HR": func(f Facts) bool { return f.Currency == "EUR" },
+		"GI": func(f Facts) bool { return f.Area == 6.5 },
+		"IL": func(f Facts) bool { return f.Languages == "he,ar-IL,en-IL" }, // trailing comma dropped
+		"AQ": func(f Facts) bool { return f.Capital == "" && f.Currency == "" && f.Population == 0 && f.ISO3 == "ATA" },
+	} {
+		f, ok := Lookup(code)
+		if !ok || !check(f) {
+			t.Errorf("%s = %+v", code, f)
+		}
+	}
+	// Every country of the table is one CLDR knows: nothing is dropped.
+	var scratch [26 * 26]Facts
+	for a := byte('A'); a <= 'Z'; a++ {
+		for b := byte('A'); b <= 'Z'; b++ {
+			scratch[index(a, b)] = table[index(a, b)]
+		}
+	}
+	if n := addGeoNames(&scratch, geonames); n < 245 {
+		t.Errorf("only %d GeoNames rows matched a country", n)
+	}
+}

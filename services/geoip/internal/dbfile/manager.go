@@ -21,6 +21,9 @@ type Config struct {
 	Path string
 	// Fallback opens the database used when Path is empty (the embedded sample).
 	Fallback func() (lookup.DB, error)
+	// Open loads a file (default Open: a city database by extension or content); the ASN
+	// database's manager opens with asn.Load.
+	Open func(path string) (lookup.DB, error)
 	// TimeZones completes records with IANA zone and UTC offset; nil leaves them as read.
 	TimeZones lookup.TimeZoner
 	// PollInterval is how often the file is checked for changes; a change is loaded once
@@ -85,13 +88,16 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Open == nil {
+		cfg.Open = Open
+	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{})}
 	m.metrics = newMetrics(m)
 	var db lookup.DB
 	var err error
 	if cfg.Path != "" {
 		m.loaded, _ = statFile(cfg.Path)
-		db, err = Open(cfg.Path)
+		db, err = cfg.Open(cfg.Path)
 	} else if cfg.Fallback != nil {
 		db, err = cfg.Fallback()
 	} else {
@@ -201,8 +207,9 @@ func (m *Manager) InstallFile(src, dst string) error {
 		}
 	}
 	if err != nil {
-		m.metrics.failures.Inc()
-		m.log.Error("database install refused; the previous database keeps serving", "path", src, "err", err)
+		reason := failureReason(err)
+		m.metrics.failures.WithLabelValues(reason).Inc()
+		m.log.Error("database install refused; the previous database keeps serving", "path", src, "reason", reason, "err", err)
 		return fmt.Errorf("install %s: %w", src, err)
 	}
 	if src != dst {
@@ -216,7 +223,7 @@ func (m *Manager) InstallFile(src, dst string) error {
 }
 
 func (m *Manager) openVerified(path string) (lookup.DB, error) {
-	db, err := Open(path)
+	db, err := m.cfg.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +239,7 @@ func (m *Manager) Replace(db lookup.DB) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := Verify(db); err != nil {
-		m.metrics.failures.Inc()
+		m.metrics.failures.WithLabelValues(failureReason(err)).Inc()
 		return err
 	}
 	m.swapLocked(db)
@@ -251,8 +258,9 @@ func (m *Manager) loadLocked(path string) error {
 		}
 	}
 	m.failed = st
-	m.metrics.failures.Inc()
-	m.log.Error("database reload refused; the previous database keeps serving", "path", path, "err", err)
+	reason := failureReason(err)
+	m.metrics.failures.WithLabelValues(reason).Inc()
+	m.log.Error("database reload refused; the previous database keeps serving", "path", path, "reason", reason, "err", err)
 	return fmt.Errorf("reload %s: %w", path, err)
 }
 

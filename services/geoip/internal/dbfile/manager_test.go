@@ -204,7 +204,11 @@ func counter(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			sum := 0.0 // over every label value
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
 		}
 	}
 	t.Fatalf("metric %s not registered", name)

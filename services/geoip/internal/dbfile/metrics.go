@@ -1,10 +1,15 @@
 package dbfile
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/services/geoip/internal/ip2bin"
 )
 
 // Metrics are the database metrics of one Manager.
@@ -14,8 +19,17 @@ type Metrics struct {
 	records  *prometheus.Desc
 	build    *prometheus.Desc
 	reloads  prometheus.Counter
-	failures prometheus.Counter
+	failures *prometheus.CounterVec
 }
+
+// Reasons a database file is refused, the reason label of
+// geoip_database_reload_failures_total.
+const (
+	reasonFile    = "file"    // it cannot be read, or the verified download cannot be renamed
+	reasonFormat  = "format"  // not a database of a known format, or a header that makes no sense
+	reasonCorrupt = "corrupt" // a BIN whose body fails the full walk, or a truncated one
+	reasonLookup  = "lookup"  // it opened but could not answer the probe lookups
+)
 
 func newMetrics(m *Manager) *Metrics {
 	return &Metrics{
@@ -31,11 +45,36 @@ func newMetrics(m *Manager) *Metrics {
 			Name: "geoip_database_reloads_total",
 			Help: "Databases swapped in after start-up.",
 		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "geoip_database_reload_failures_total",
-			Help: "Database files refused because they did not open or verify.",
-		}),
+		failures: newFailures(),
 	}
+}
+
+func newFailures() *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "geoip_database_reload_failures_total",
+		Help: "Database files refused because they did not open or verify, by reason: file, format, corrupt or lookup.",
+	}, []string{"reason"})
+	for _, r := range []string{reasonFile, reasonFormat, reasonCorrupt, reasonLookup} {
+		v.WithLabelValues(r) // every reason is scraped, at 0 until it happens
+	}
+	return v
+}
+
+// failureReason classifies why a file was refused.
+func failureReason(err error) string {
+	var corrupt *ip2bin.CorruptError
+	var verify *verifyError
+	var path *fs.PathError
+	var link *os.LinkError
+	switch {
+	case errors.As(err, &corrupt):
+		return reasonCorrupt
+	case errors.As(err, &verify):
+		return reasonLookup
+	case errors.As(err, &path), errors.As(err, &link):
+		return reasonFile
+	}
+	return reasonFormat
 }
 
 // Describe implements prometheus.Collector.

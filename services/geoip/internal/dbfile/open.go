@@ -60,21 +60,28 @@ var probeAddrs = []netip.Addr{
 	netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"),
 }
 
-// Verify checks that db answers lookups without error.
+// Verify checks that db answers lookups without error. (A BIN has been walked whole when
+// it opened: see ip2bin.CorruptError.)
 func Verify(db lookup.DB) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("verify database: lookup panicked: %v", p)
+			err = &verifyError{fmt.Errorf("lookup panicked: %v", p)}
 		}
 	}()
 	info := db.Info()
 	if info.Records <= 0 {
-		return errors.New("verify database: no records")
+		return &verifyError{errors.New("no records")}
 	}
 	for _, a := range probeAddrs {
 		if _, err := db.Lookup(a); err != nil {
-			return fmt.Errorf("verify database: %w", err)
+			return &verifyError{err}
 		}
 	}
 	return nil
 }
+
+// verifyError is a database that opened but failed the probe lookups.
+type verifyError struct{ err error }
+
+func (e *verifyError) Error() string { return "verify database: " + e.err.Error() }
+func (e *verifyError) Unwrap() error { return e.err }

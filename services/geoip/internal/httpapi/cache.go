@@ -3,57 +3,58 @@ package httpapi
 import (
 	"encoding/binary"
 	"net/netip"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// answer is a located record with its JSON encoding, shared read-only between requests.
+// answer is a located record with its JSON encoding and that encoding's ETag (a header
+// value net/http only reads), shared read-only between requests: a cached answer costs
+// neither encoding nor hashing.
 type answer struct {
 	loc     Location
 	json    []byte
-	version string // database version the answer came from
-	expires int64  // unix nanoseconds; utc_offset moves with daylight saving
+	etag    []string
+	version string     // database version the answer came from
+	addr    netip.Addr // the cache key, set by put
+	expires int64      // unix nanoseconds; utc_offset moves with daylight saving
 }
 
-// answerCache keeps the answers of hot addresses. It is bounded and O(1): each shard holds
-// two generations of entries, and when the young one is full the old one is dropped whole,
-// so an address asked for again within a generation survives and a scan of random
-// addresses costs one map insert each, never an eviction walk. Shards keep lock hold times
-// short under concurrent requests.
+func newAnswer(loc Location, version string) *answer {
+	body := appendJSON(make([]byte, 0, 768), &loc)
+	return &answer{loc: loc, json: body, etag: []string{etag(version, body)}, version: version}
+}
+
+// answerCache keeps the answers of hot addresses: a direct-mapped table of atomic
+// pointers, each address hashed to one slot, a newer answer replacing whatever held it.
+// Bounded and O(1) with no lock and no map: a lookup that misses (the common case under
+// random addresses) costs one atomic load, and a hot address stays until another address
+// of the same slot is asked for. Entries carry their address, database version and expiry.
 type answerCache struct {
-	shards   [cacheShards]cacheShard
-	perShard int // entries per generation
-	ttl      time.Duration
+	slots []atomic.Pointer[answer]
+	mask  uint64
+	ttl   time.Duration
 }
 
-const cacheShards = 32
-
-type cacheShard struct {
-	mu       sync.Mutex
-	young    map[netip.Addr]*answer
-	old      map[netip.Addr]*answer
-	_padding [40]byte // keep shards on separate cache lines
-}
-
-// newAnswerCache holds up to about size answers (size <= 0 disables the cache).
+// newAnswerCache holds up to size answers, rounded up to a power of two (size <= 0
+// disables the cache).
 func newAnswerCache(size int, ttl time.Duration) *answerCache {
 	if size <= 0 {
 		return nil
 	}
-	c := &answerCache{perShard: max(size/cacheShards/2, 1), ttl: ttl}
-	for i := range c.shards {
-		c.shards[i].young = make(map[netip.Addr]*answer)
+	n := 1
+	for n < size {
+		n <<= 1
 	}
-	return c
+	return &answerCache{slots: make([]atomic.Pointer[answer], n), mask: uint64(n - 1), ttl: ttl}
 }
 
-func (c *answerCache) shard(addr netip.Addr) *cacheShard {
+func (c *answerCache) slot(addr netip.Addr) *atomic.Pointer[answer] {
 	a := addr.As16()
-	h := binary.LittleEndian.Uint64(a[0:8]) ^ binary.LittleEndian.Uint64(a[8:16])
+	h := binary.LittleEndian.Uint64(a[0:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:16])
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
-	return &c.shards[h%cacheShards]
+	return &c.slots[h&c.mask]
 }
 
 // get returns the answer for addr from database version, if fresh.
@@ -61,39 +62,23 @@ func (c *answerCache) get(addr netip.Addr, version string, now time.Time) *answe
 	if c == nil {
 		return nil
 	}
-	s := c.shard(addr)
-	s.mu.Lock()
-	a, ok := s.young[addr]
-	if !ok {
-		if a, ok = s.old[addr]; ok {
-			s.putLocked(addr, a, c.perShard) // still hot: move it to the young generation
-		}
-	}
-	s.mu.Unlock()
-	// An answer from a replaced database or from before a possible change of UTC offset
-	// is a miss; the next put replaces it.
-	if !ok || a.version != version || now.UnixNano() >= a.expires {
+	a := c.slot(addr).Load()
+	// Another address's answer, one from a replaced database, or one from before a
+	// possible change of UTC offset is a miss; the next put replaces it.
+	if a == nil || a.addr != addr || a.version != version || now.UnixNano() >= a.expires {
 		return nil
 	}
 	return a
 }
 
+// put stores a, which must not be shared yet (its expiry is set here).
 func (c *answerCache) put(addr netip.Addr, a *answer, now time.Time) {
 	if c == nil {
 		return
 	}
+	a.addr = addr
 	a.expires = now.Add(c.ttl).UnixNano()
-	s := c.shard(addr)
-	s.mu.Lock()
-	s.putLocked(addr, a, c.perShard)
-	s.mu.Unlock()
-}
-
-func (s *cacheShard) putLocked(addr netip.Addr, a *answer, limit int) {
-	if len(s.young) >= limit {
-		s.old, s.young = s.young, make(map[netip.Addr]*answer, limit)
-	}
-	s.young[addr] = a
+	c.slot(addr).Store(a)
 }
 
 // purge empties the cache; the database was replaced.
@@ -101,11 +86,8 @@ func (c *answerCache) purge() {
 	if c == nil {
 		return
 	}
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		s.young, s.old = make(map[netip.Addr]*answer), nil
-		s.mu.Unlock()
+	for i := range c.slots {
+		c.slots[i].Store(nil)
 	}
 }
 
@@ -115,11 +97,10 @@ func (c *answerCache) len() int {
 		return 0
 	}
 	n := 0
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		n += len(s.young) + len(s.old)
-		s.mu.Unlock()
+	for i := range c.slots {
+		if c.slots[i].Load() != nil {
+			n++
+		}
 	}
 	return n
 }

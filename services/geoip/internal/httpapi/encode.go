@@ -14,28 +14,51 @@ import (
 // they all carry the same keys in the same order.
 type field struct {
 	name string
-	kind byte // 's' string, 'n' number, 'b' bool
+	kind byte // 's' string, 'n' number, 'i' integer, 'b' bool
 	str  func(*Location) string
 	num  func(*Location) float64
+	int  func(*Location) int64
 	bool func(*Location) bool
 	// optional fields (ipapi.co's flags) are written only when set, like omitempty.
 	optional bool
 }
 
+func str(name string, get func(*Location) string) field {
+	return field{name: name, kind: 's', str: get}
+}
+func num(name string, get func(*Location) float64) field {
+	return field{name: name, kind: 'n', num: get}
+}
+
+// fields are ipapi.co's, in the order its answers have them.
 var fields = []field{
-	{name: "ip", kind: 's', str: func(l *Location) string { return l.IP }},
-	{name: "version", kind: 's', str: func(l *Location) string { return l.Version }},
-	{name: "city", kind: 's', str: func(l *Location) string { return l.City }},
-	{name: "region", kind: 's', str: func(l *Location) string { return l.Region }},
-	{name: "country", kind: 's', str: func(l *Location) string { return l.Country }},
-	{name: "country_name", kind: 's', str: func(l *Location) string { return l.CountryName }},
-	{name: "continent_code", kind: 's', str: func(l *Location) string { return l.ContinentCode }},
+	str("ip", func(l *Location) string { return l.IP }),
+	str("network", func(l *Location) string { return l.Network }),
+	str("version", func(l *Location) string { return l.Version }),
+	str("city", func(l *Location) string { return l.City }),
+	str("region", func(l *Location) string { return l.Region }),
+	str("region_code", func(l *Location) string { return l.RegionCode }),
+	str("country", func(l *Location) string { return l.Country }),
+	str("country_name", func(l *Location) string { return l.CountryName }),
+	str("country_code", func(l *Location) string { return l.CountryCode }),
+	str("country_code_iso3", func(l *Location) string { return l.CountryCodeISO3 }),
+	str("country_capital", func(l *Location) string { return l.CountryCapital }),
+	str("country_tld", func(l *Location) string { return l.CountryTLD }),
+	str("continent_code", func(l *Location) string { return l.ContinentCode }),
 	{name: "in_eu", kind: 'b', bool: func(l *Location) bool { return l.InEU }},
-	{name: "postal", kind: 's', str: func(l *Location) string { return l.Postal }},
-	{name: "latitude", kind: 'n', num: func(l *Location) float64 { return l.Latitude }},
-	{name: "longitude", kind: 'n', num: func(l *Location) float64 { return l.Longitude }},
-	{name: "timezone", kind: 's', str: func(l *Location) string { return l.Timezone }},
-	{name: "utc_offset", kind: 's', str: func(l *Location) string { return l.UTCOffset }},
+	str("postal", func(l *Location) string { return l.Postal }),
+	num("latitude", func(l *Location) float64 { return l.Latitude }),
+	num("longitude", func(l *Location) float64 { return l.Longitude }),
+	str("timezone", func(l *Location) string { return l.Timezone }),
+	str("utc_offset", func(l *Location) string { return l.UTCOffset }),
+	str("country_calling_code", func(l *Location) string { return l.CountryCallingCode }),
+	str("currency", func(l *Location) string { return l.Currency }),
+	str("currency_name", func(l *Location) string { return l.CurrencyName }),
+	str("languages", func(l *Location) string { return l.Languages }),
+	num("country_area", func(l *Location) float64 { return l.CountryArea }),
+	{name: "country_population", kind: 'i', int: func(l *Location) int64 { return l.CountryPopulation }},
+	str("asn", func(l *Location) string { return l.ASN }),
+	str("org", func(l *Location) string { return l.Org }),
 	{name: "reserved", kind: 'b', bool: func(l *Location) bool { return l.Reserved }, optional: true},
 	{name: "error", kind: 'b', bool: func(l *Location) bool { return l.Error }, optional: true},
 	{name: "reason", kind: 's', str: func(l *Location) string { return l.Reason }, optional: true},
@@ -62,6 +85,8 @@ func (f *field) text(l *Location) string {
 		return strconv.FormatBool(f.bool(l))
 	case 'n':
 		return formatCoord(f.num(l))
+	case 'i':
+		return strconv.FormatInt(f.int(l), 10)
 	}
 	return f.str(l)
 }
@@ -75,6 +100,8 @@ func (f *field) appendJSONValue(b []byte, l *Location) []byte {
 		return jsontext.AppendString(b, f.str(l), false)
 	case 'n':
 		return strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
+	case 'i':
+		return strconv.AppendInt(b, f.int(l), 10)
 	case 'b':
 		return strconv.AppendBool(b, f.bool(l))
 	}

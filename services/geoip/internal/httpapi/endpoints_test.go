@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/apistack/platform/libs/apiserver/openapitest"
 )
 
 // row is one request and what its answer must be; a new behaviour is a new row.
@@ -68,19 +70,33 @@ var theEight = []string{"ip", "city", "region", "country", "postal", "latitude",
 
 func TestEndpointsOnEmbeddedSample(t *testing.T) {
 	s := newTestServer(t, embeddedSample(t))
-	google := map[string]any{"ip": "8.8.8.8", "version": "IPv4", "city": "Mountain View", "region": "California",
-		"country": "US", "country_name": "United States", "continent_code": "NA", "in_eu": false, "postal": "",
-		"latitude": "37.422", "longitude": "-122.085", "timezone": "America/Los_Angeles", "utc_offset": "-0800"}
-	googleV6 := map[string]any{"ip": "2001:4860:4860::8888", "version": "IPv6", "country": "CA", "city": "Montreal",
-		"continent_code": "NA", "timezone": "America/Toronto", "utc_offset": "-0500"}
-	const googleCSV = "ip,version,city,region,country,country_name,continent_code,in_eu,postal,latitude,longitude,timezone,utc_offset\r\n" +
-		"8.8.8.8,IPv4,Mountain View,California,US,United States,NA,false,,37.422,-122.085,America/Los_Angeles,-0800\r\n"
-	const googleYAML = "ip: \"8.8.8.8\"\nversion: \"IPv4\"\ncity: \"Mountain View\"\nregion: \"California\"\ncountry: \"US\"\n" +
-		"country_name: \"United States\"\ncontinent_code: \"NA\"\nin_eu: false\npostal: \"\"\nlatitude: 37.422\n" +
-		"longitude: -122.085\ntimezone: \"America/Los_Angeles\"\nutc_offset: \"-0800\"\n"
-	const googleJSON = `{"ip":"8.8.8.8","version":"IPv4","city":"Mountain View","region":"California","country":"US",` +
-		`"country_name":"United States","continent_code":"NA","in_eu":false,"postal":"","latitude":37.422,` +
-		`"longitude":-122.085,"timezone":"America/Los_Angeles","utc_offset":"-0800"}`
+	google := map[string]any{"ip": "8.8.8.8", "network": "8.8.8.0/24", "version": "IPv4", "city": "Mountain View", "region": "California",
+		"region_code": "CA", "country": "US", "country_name": "United States", "country_code": "US", "country_code_iso3": "USA",
+		"country_capital": "Washington", "country_tld": ".us", "continent_code": "NA", "in_eu": false, "postal": "",
+		"latitude": "37.422", "longitude": "-122.085", "timezone": "America/Los_Angeles", "utc_offset": "-0800",
+		"country_calling_code": "+1", "currency": "USD", "currency_name": "Dollar", "languages": "en-US,es-US,haw,fr",
+		"country_area": "9629091", "country_population": "327167434", "asn": "", "org": ""}
+	googleV6 := map[string]any{"ip": "2001:4860:4860::8888", "network": "2001:4860:4840::/42", "version": "IPv6", "country": "CA",
+		"country_code": "CA", "city": "Montreal", "region_code": "QC", "continent_code": "NA", "timezone": "America/Toronto",
+		"utc_offset": "-0500", "currency": "CAD", "country_code_iso3": "CAN"}
+	const googleCSV = "ip,network,version,city,region,region_code,country,country_name,country_code,country_code_iso3," +
+		"country_capital,country_tld,continent_code,in_eu,postal,latitude,longitude,timezone,utc_offset," +
+		"country_calling_code,currency,currency_name,languages,country_area,country_population,asn,org\r\n" +
+		"8.8.8.8,8.8.8.0/24,IPv4,Mountain View,California,CA,US,United States,US,USA,Washington,.us,NA,false,," +
+		"37.422,-122.085,America/Los_Angeles,-0800,+1,USD,Dollar,\"en-US,es-US,haw,fr\",9629091,327167434,,\r\n"
+	const googleYAML = "ip: \"8.8.8.8\"\nnetwork: \"8.8.8.0/24\"\nversion: \"IPv4\"\ncity: \"Mountain View\"\n" +
+		"region: \"California\"\nregion_code: \"CA\"\ncountry: \"US\"\ncountry_name: \"United States\"\n" +
+		"country_code: \"US\"\ncountry_code_iso3: \"USA\"\ncountry_capital: \"Washington\"\ncountry_tld: \".us\"\n" +
+		"continent_code: \"NA\"\nin_eu: false\npostal: \"\"\nlatitude: 37.422\nlongitude: -122.085\n" +
+		"timezone: \"America/Los_Angeles\"\nutc_offset: \"-0800\"\ncountry_calling_code: \"+1\"\ncurrency: \"USD\"\n" +
+		"currency_name: \"Dollar\"\nlanguages: \"en-US,es-US,haw,fr\"\ncountry_area: 9629091\n" +
+		"country_population: 327167434\nasn: \"\"\norg: \"\"\n"
+	const googleJSON = `{"ip":"8.8.8.8","network":"8.8.8.0/24","version":"IPv4","city":"Mountain View","region":"California",` +
+		`"region_code":"CA","country":"US","country_name":"United States","country_code":"US","country_code_iso3":"USA",` +
+		`"country_capital":"Washington","country_tld":".us","continent_code":"NA","in_eu":false,"postal":"",` +
+		`"latitude":37.422,"longitude":-122.085,"timezone":"America/Los_Angeles","utc_offset":"-0800",` +
+		`"country_calling_code":"+1","currency":"USD","currency_name":"Dollar","languages":"en-US,es-US,haw,fr",` +
+		`"country_area":9629091,"country_population":327167434,"asn":"","org":""}`
 	fromGoogle := "8.8.8.8:5555"
 	rows := []row{
 		{name: "json IPv4", req: request{path: "/8.8.8.8/json/"}, status: 200, ctype: "application/json", body: googleJSON,
@@ -92,8 +108,8 @@ func TestEndpointsOnEmbeddedSample(t *testing.T) {
 			headers: map[string]string{"Cache-Control": "private, no-cache"}},
 		{name: "json caller IPv6", req: request{path: "/json/", peer: "[2001:4860:4860::8888]:443"}, status: 200, json: googleV6},
 		{name: "xml", req: request{path: "/8.8.8.8/xml/"}, status: 200, ctype: "application/xml",
-			has: []string{`<?xml version="1.0" encoding="UTF-8"?>`, "<root><ip>8.8.8.8</ip><version>IPv4</version><city>Mountain View</city>", "<in_eu>false</in_eu>", "<postal></postal>", "<utc_offset>-0800</utc_offset></root>"}},
-		{name: "xml IPv6", req: request{path: "/2001:4860:4860::8888/xml/"}, status: 200, has: []string{"<ip>2001:4860:4860::8888</ip><version>IPv6</version>"}},
+			has: []string{`<?xml version="1.0" encoding="UTF-8"?>`, "<root><ip>8.8.8.8</ip><network>8.8.8.0/24</network><version>IPv4</version><city>Mountain View</city>", "<in_eu>false</in_eu>", "<postal></postal>", "<utc_offset>-0800</utc_offset>", "<country_population>327167434</country_population><asn></asn><org></org></root>"}},
+		{name: "xml IPv6", req: request{path: "/2001:4860:4860::8888/xml/"}, status: 200, has: []string{"<ip>2001:4860:4860::8888</ip><network>2001:4860:4840::/42</network><version>IPv6</version>"}},
 		{name: "csv", req: request{path: "/8.8.8.8/csv/"}, status: 200, ctype: "text/csv", body: googleCSV},
 		{name: "yaml", req: request{path: "/8.8.8.8/yaml/"}, status: 200, ctype: "application/yaml", body: googleYAML},
 		{name: "jsonp", req: request{path: "/8.8.8.8/jsonp/?callback=app.geo.done"}, status: 200, ctype: "application/javascript",
@@ -119,6 +135,20 @@ func TestEndpointsOnEmbeddedSample(t *testing.T) {
 		{name: "field in_eu", req: request{path: "/8.8.8.8/in_eu/"}, status: 200, body: "false"},
 		{name: "field continent_code", req: request{path: "/8.8.8.8/continent_code/"}, status: 200, body: "NA"},
 		{name: "field version", req: request{path: "/8.8.8.8/version/"}, status: 200, body: "IPv4"},
+		{name: "field network", req: request{path: "/8.8.8.8/network/"}, status: 200, body: "8.8.8.0/24"},
+		{name: "field region_code", req: request{path: "/8.8.8.8/region_code/"}, status: 200, body: "CA"},
+		{name: "field country_code_iso3", req: request{path: "/8.8.8.8/country_code_iso3/"}, status: 200, body: "USA"},
+		{name: "field country_capital", req: request{path: "/8.8.8.8/country_capital/"}, status: 200, body: "Washington"},
+		{name: "field country_tld", req: request{path: "/8.8.8.8/country_tld/"}, status: 200, body: ".us"},
+		{name: "field country_calling_code", req: request{path: "/8.8.8.8/country_calling_code/"}, status: 200, body: "+1"},
+		{name: "field currency", req: request{path: "/8.8.8.8/currency/"}, status: 200, body: "USD"},
+		{name: "field currency_name", req: request{path: "/8.8.8.8/currency_name/"}, status: 200, body: "Dollar"},
+		{name: "field languages", req: request{path: "/8.8.8.8/languages/"}, status: 200, body: "en-US,es-US,haw,fr"},
+		{name: "field country_area", req: request{path: "/8.8.8.8/country_area/"}, status: 200, body: "9629091"},
+		{name: "field country_population", req: request{path: "/8.8.8.8/country_population/"}, status: 200, body: "327167434"},
+		{name: "field asn without an ASN database", req: request{path: "/8.8.8.8/asn/"}, status: 200, body: ""},
+		{name: "field org without an ASN database", req: request{path: "/8.8.8.8/org/"}, status: 200, body: ""},
+		{name: "caller field asn", req: request{path: "/asn/", peer: fromGoogle}, status: 200, body: ""},
 		{name: "field ip is canonical", req: request{path: "/::ffff:8.8.8.8/ip/"}, status: 200, body: "8.8.8.8"},
 		{name: "field unknown value is empty", req: request{path: "/8.8.8.8/postal/"}, status: 200, body: ""},
 		{name: "field IPv6", req: request{path: "/2001:4860:4860::8888/country/"}, status: 200, body: "CA"},
@@ -156,14 +186,15 @@ func TestInvalidAndReservedAddresses(t *testing.T) {
 	db := newFixtureDB()
 	s := newTestServer(t, db)
 	invalid := func(ip string) map[string]any {
-		return map[string]any{"statusCode": "400", "error": "Bad Request", "ip": ip, "reason": "Invalid IP Address"}
+		return map[string]any{"ip": ip, "error": true, "reason": "Invalid IP Address"}
 	}
 	reserved := func(ip, version string) map[string]any {
 		return map[string]any{"ip": ip, "version": version, "reserved": true, "error": true, "reason": "Reserved IP Address",
 			"city": "", "region": "", "country": "", "postal": "", "latitude": "0", "longitude": "0", "timezone": ""}
 	}
 	rows := []row{
-		{name: "invalid IPv4", req: request{path: "/999.1.1.1/json/"}, status: 400, ctype: "application/json", json: invalid("999.1.1.1")},
+		{name: "invalid IPv4", req: request{path: "/999.1.1.1/json/"}, status: 400, ctype: "application/json",
+			body: `{"ip":"999.1.1.1","error":true,"reason":"Invalid IP Address"}`},
 		{name: "invalid text", req: request{path: "/localhost/json/"}, status: 400, json: invalid("localhost")},
 		{name: "invalid short IPv4", req: request{path: "/1.2.3/json/"}, status: 400, json: invalid("1.2.3")},
 		{name: "invalid leading zero", req: request{path: "/010.1.1.1/json/"}, status: 400, json: invalid("010.1.1.1")},
@@ -235,5 +266,25 @@ func TestDatabaseErrorIsA500(t *testing.T) {
 	}
 	if got := decodeObject(t, w.Body.Bytes()); got["statusCode"] == nil {
 		t.Errorf("not the library's error body: %s", w.Body)
+	}
+}
+
+// TestContractIsChecked: the test server checks answers against the
+// service's document (so every test in this package is a contract test),
+// and the document's examples validate against their schemas.
+func TestContractIsChecked(t *testing.T) {
+	s := newTestServer(t, newFixtureDB())
+	for _, path := range []string{"/81.2.69.160/json/", "/81.2.69.160/xml/", "/81.2.69.160/csv/", "/81.2.69.160/yaml/", "/81.2.69.160/jsonp/", "/81.2.69.160/city/", "/json/", "/nonsense/json/"} {
+		s.get(path)
+	}
+	if n := s.contract.Checked(); n != 8 {
+		t.Errorf("%d answers checked against the document, want 8", n)
+	}
+	checked, errs := openapitest.ExampleErrors(s.contract.Doc())
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if checked < 20 {
+		t.Errorf("only %d examples checked", checked)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/openapitest"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/sample"
@@ -91,6 +92,9 @@ type testServer struct {
 	t   testing.TB
 	srv *apiserver.Server[struct{}]
 	api *API
+	// contract checks every answer against the service's own document
+	// (nil in benchmarks and fuzz targets).
+	contract *openapitest.Validator
 }
 
 type serverOption func(*apiserver.Config[struct{}], *Options)
@@ -124,7 +128,15 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{t: t, srv: srv, api: api}
+	ts := &testServer{t: t, srv: srv, api: api}
+	if _, ok := t.(*testing.T); ok {
+		v, err := openapitest.FromHandler(srv.Handler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.contract = v
+	}
+	return ts
 }
 
 var (
@@ -189,6 +201,9 @@ func (s *testServer) do(r request) *httptest.ResponseRecorder {
 	}
 	w := httptest.NewRecorder()
 	s.srv.Handler().ServeHTTP(w, req)
+	if s.contract != nil {
+		s.contract.CheckRecorded(s.t, req, w)
+	}
 	return w
 }
 

@@ -52,14 +52,24 @@ type API struct {
 	hits, misses prometheus.Counter
 }
 
-// Description is the service's /docs text; DB-IP's licence (CC BY 4.0) requires the
+// Description is the service's /docs text with an ASN database; DB-IP's licence (CC BY 4.0) requires the
 // attribution wherever its data is shown.
 const Description = `Location of IPv4 and IPv6 addresses, with ipapi.co's URL grammar: ` +
 	"`/{ip}/json/`, `/json/` (the caller), `/{ip}/{field}/` and `/{field}/` (plain text), " +
 	"`xml`, `csv`, `yaml` and `jsonp` formats, and `POST /batch`.\n\n" +
 	"Reserved addresses (private, loopback, documentation...) are answered with `reserved: true` " +
-	"without a lookup; invalid ones with 400 and `reason: \"Invalid IP Address\"`.\n\n" +
+	"without a lookup; invalid ones with 400 and ipapi.co's body `{\"ip\": \"...\", \"error\": true, \"reason\": \"Invalid IP Address\"}`.\n\n" +
 	"[IP Geolocation by DB-IP](https://db-ip.com) (CC BY 4.0) when serving DB-IP data, as the embedded sample does."
+
+// Describe is the /docs text: Description, and without an ASN database why asn and org
+// are empty.
+func Describe(hasASN bool) string {
+	if hasASN {
+		return Description
+	}
+	return Description + "\n\n**asn and org are empty on this server**: no ASN database is configured. " +
+		"Set `GEOIP_ASN_DB` to a GeoLite2-ASN or DB-IP ASN Lite `.mmdb` file to fill them."
+}
 
 // New registers the endpoints on srv. The server must own its gin engine (the default):
 // the trailing-slash redirect is installed on it.
@@ -100,6 +110,7 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 	}
 	a.register()
 	a.installRedirects()
+	a.registerRoot()
 	return a, nil
 }
 
@@ -117,7 +128,7 @@ func (a *API) resolve(addr netip.Addr) (*answer, error) {
 	version := a.db.Version()
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
-		return &answer{loc: loc, json: appendJSON(nil, &loc), version: version}, nil
+		return newAnswer(loc, version), nil
 	}
 	now := a.now()
 	if ans := a.cache.get(addr, version, now); ans != nil {
@@ -129,26 +140,27 @@ func (a *API) resolve(addr netip.Addr) (*answer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("look up %s: %w", addr, err)
 	}
-	loc := newLocation(addr, rec)
-	ans := &answer{loc: loc, json: appendJSON(make([]byte, 0, 320), &loc), version: version}
+	ans := newAnswer(newLocation(addr, rec), version)
 	a.cache.put(addr, ans, now)
 	return ans, nil
 }
 
-// parseAddr reads an address from the path; the error is the 400 ipapi.co's clients
-// recognise (error and reason keys) on the library's error body.
+// parseAddr reads an address from the path; the error is ipapi.co's answer
+// ({"ip", "error": true, "reason": "Invalid IP Address"}) with status 400.
 func parseAddr(text string) (netip.Addr, error) {
 	addr, err := lookup.ParseAddr(text)
 	if err == nil {
 		return addr, nil
 	}
+	body := AddressError{IP: clip(text), Error: true, Reason: reasonInvalid}
 	msg := "Invalid IP address: " + strconv.Quote(clip(text))
 	if strings.Contains(text, "%") {
 		if _, zerr := netip.ParseAddr(text); zerr == nil {
 			msg = "IPv6 zone identifiers are not accepted: " + strconv.Quote(clip(text)) + " names an interface of the caller's host"
+			body.Message = msg
 		}
 	}
-	return netip.Addr{}, apiserver.BadRequestError(msg).With("ip", clip(text)).With("reason", reasonInvalid)
+	return netip.Addr{}, apiserver.NewBodyError(http.StatusBadRequest, body, msg)
 }
 
 // callerAddr is the caller's address: the peer, or through TRUSTED_PROXIES the right-most
@@ -207,11 +219,14 @@ var (
 	nosniffHeader = []string{"nosniff"}
 )
 
-// write sends a representation with its validators, or 304 when the client has it.
-func (a *API) write(c *apiserver.Context[struct{}], sc scope, version, contentType string, body []byte) {
+// write sends a representation with its validators, or 304 when the client has it. tag is
+// the body's ETag when already known (the cached JSON answer's), else "".
+func (a *API) write(c *apiserver.Context[struct{}], sc scope, version, contentType string, body []byte, tag []string) {
 	h := c.Writer.Header()
-	tag := etag(version, body)
-	h["Etag"] = []string{tag}
+	if tag == nil {
+		tag = []string{etag(version, body)}
+	}
+	h["Etag"] = tag
 	if sc == public {
 		h["Cache-Control"] = a.publicHeader
 	} else {
@@ -219,7 +234,7 @@ func (a *API) write(c *apiserver.Context[struct{}], sc scope, version, contentTy
 		// shared cache may keep it, and the browser revalidates (cheap with the ETag).
 		h["Cache-Control"] = privateHeader
 	}
-	if notModified(c.Request, tag) {
+	if notModified(c.Request, tag[0]) {
 		c.Status(http.StatusNotModified)
 		c.Writer.WriteHeaderNow()
 		return

@@ -2,31 +2,56 @@ package httpapi
 
 import (
 	"net/netip"
+	"strconv"
 
 	"github.com/apistack/platform/services/geoip/internal/countries"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/subdivisions"
 )
 
-// Location is the answer for one address: the seed's eight fields, always present
-// (strings empty and coordinates 0 when unknown), ipapi.co's version, country facts and
-// UTC offset, and, for answers that are not a located record, ipapi.co's flags.
+// Location is the answer for one address: every field ipapi.co documents, with its names
+// and JSON types, always present (strings empty and numbers 0 when unknown), and, for
+// answers that are not a located record, ipapi.co's flags.
 type Location struct {
-	IP            string  `json:"ip" doc:"The address the record describes, in canonical form (IPv4-mapped IPv6 is answered as IPv4)" example:"8.8.8.8"`
-	Version       string  `json:"version" doc:"IPv4 or IPv6 (empty only for an invalid batch entry)" example:"IPv4"`
-	City          string  `json:"city" doc:"City name" example:"Mountain View"`
-	Region        string  `json:"region" doc:"Region or state name" example:"California"`
-	Country       string  `json:"country" doc:"ISO 3166-1 alpha-2 code, empty when nothing is known about the address" example:"US"`
-	CountryName   string  `json:"country_name" doc:"English short name of the country" example:"United States"`
-	ContinentCode string  `json:"continent_code" doc:"AF, AN, AS, EU, NA, OC or SA" example:"NA"`
-	InEU          bool    `json:"in_eu" doc:"Whether the country is a member of the European Union"`
-	Postal        string  `json:"postal" doc:"Postal code (DB-IP Lite data has none)" example:"94043"`
-	Latitude      float64 `json:"latitude" doc:"Decimal degrees; 0 with longitude 0 when unknown" example:"37.4056"`
-	Longitude     float64 `json:"longitude" doc:"Decimal degrees; 0 with latitude 0 when unknown" example:"-122.0775"`
-	Timezone      string  `json:"timezone" doc:"IANA time zone name" example:"America/Los_Angeles"`
-	UTCOffset     string  `json:"utc_offset" doc:"UTC offset now, daylight saving included" example:"-0700"`
-	Reserved      bool    `json:"reserved,omitempty" doc:"Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup"`
-	Error         bool    `json:"error,omitempty" doc:"Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)"`
-	Reason        string  `json:"reason,omitempty" doc:"Why error is set: Reserved IP Address or Invalid IP Address" example:"Reserved IP Address"`
+	IP                 string  `json:"ip" doc:"The address the record describes, in canonical form (IPv4-mapped IPv6 is answered as IPv4)" example:"8.8.8.8"`
+	Network            string  `json:"network" doc:"CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network)" example:"8.8.8.0/24"`
+	Version            string  `json:"version" doc:"IPv4 or IPv6 (empty only for an invalid batch entry)" example:"IPv4"`
+	City               string  `json:"city" doc:"City name" example:"Mountain View"`
+	Region             string  `json:"region" doc:"Region or state name" example:"California"`
+	RegionCode         string  `json:"region_code" doc:"ISO 3166-2 code of the region without the country prefix: from the database, or derived from the name with the ISO 3166-2 list; empty when unknown" example:"CA"`
+	Country            string  `json:"country" doc:"ISO 3166-1 alpha-2 code, empty when nothing is known about the address" example:"US"`
+	CountryName        string  `json:"country_name" doc:"English short name of the country (Unicode CLDR)" example:"United States"`
+	CountryCode        string  `json:"country_code" doc:"Same as country" example:"US"`
+	CountryCodeISO3    string  `json:"country_code_iso3" doc:"ISO 3166-1 alpha-3 code (GeoNames)" example:"USA"`
+	CountryCapital     string  `json:"country_capital" doc:"Capital (GeoNames)" example:"Washington"`
+	CountryTLD         string  `json:"country_tld" doc:"Country code top-level domain (GeoNames)" example:".us"`
+	ContinentCode      string  `json:"continent_code" doc:"AF, AN, AS, EU, NA, OC or SA" example:"NA"`
+	InEU               bool    `json:"in_eu" doc:"Whether the country is a member of the European Union"`
+	Postal             string  `json:"postal" doc:"Postal code (DB-IP Lite data has none)" example:"94043"`
+	Latitude           float64 `json:"latitude" doc:"Decimal degrees; 0 with longitude 0 when unknown" example:"37.4056"`
+	Longitude          float64 `json:"longitude" doc:"Decimal degrees; 0 with latitude 0 when unknown" example:"-122.0775"`
+	Timezone           string  `json:"timezone" doc:"IANA time zone name" example:"America/Los_Angeles"`
+	UTCOffset          string  `json:"utc_offset" doc:"UTC offset now, daylight saving included" example:"-0700"`
+	CountryCallingCode string  `json:"country_calling_code" doc:"International calling code (GeoNames)" example:"+1"`
+	Currency           string  `json:"currency" doc:"ISO 4217 currency code (GeoNames)" example:"USD"`
+	CurrencyName       string  `json:"currency_name" doc:"Currency name (GeoNames)" example:"Dollar"`
+	Languages          string  `json:"languages" doc:"Languages spoken, by number of speakers (GeoNames)" example:"en-US,es-US,haw,fr"`
+	CountryArea        float64 `json:"country_area" doc:"Area in square kilometres (GeoNames)" example:"9629091"`
+	CountryPopulation  int64   `json:"country_population" doc:"Population (GeoNames)" example:"327167434"`
+	ASN                string  `json:"asn" doc:"Autonomous system, AS and its number, from the ASN database (GEOIP_ASN_DB); empty without one" example:"AS15169"`
+	Org                string  `json:"org" doc:"Organisation of the autonomous system, from the ASN database; empty without one" example:"Google LLC"`
+	Reserved           bool    `json:"reserved,omitempty" doc:"Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup"`
+	Error              bool    `json:"error,omitempty" doc:"Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)"`
+	Reason             string  `json:"reason,omitempty" doc:"Why error is set: Reserved IP Address or Invalid IP Address" example:"Reserved IP Address"`
+}
+
+// AddressError is ipapi.co's answer for a path address that is not an IP address, with
+// error a boolean as its clients declare it (the library's error body has a string there).
+type AddressError struct {
+	IP      string `json:"ip" doc:"The text given, as received (at most 100 bytes)" example:"999.1.1.1"`
+	Error   bool   `json:"error" doc:"Always true" example:"true"`
+	Reason  string `json:"reason" doc:"Invalid IP Address" example:"Invalid IP Address"`
+	Message string `json:"message,omitempty" doc:"Present when there is more to say, e.g. that IPv6 zone identifiers are refused"`
 }
 
 // Reasons, spelled as ipapi.co spells them: clients written for it compare these strings.
@@ -45,14 +70,26 @@ func ipVersion(addr netip.Addr) string {
 // newLocation turns a database record into the answer for addr.
 func newLocation(addr netip.Addr, rec lookup.Record) Location {
 	loc := Location{
-		IP:        addr.String(),
-		Version:   ipVersion(addr),
-		City:      rec.City,
-		Region:    rec.Region,
-		Country:   rec.Country,
-		Postal:    rec.Postal,
-		Timezone:  rec.TimeZone,
-		UTCOffset: rec.UTCOffset,
+		IP:          addr.String(),
+		Version:     ipVersion(addr),
+		City:        rec.City,
+		Region:      rec.Region,
+		RegionCode:  rec.RegionCode,
+		Country:     rec.Country,
+		CountryCode: rec.Country,
+		Postal:      rec.Postal,
+		Timezone:    rec.TimeZone,
+		UTCOffset:   rec.UTCOffset,
+		Org:         rec.Org,
+	}
+	if rec.Network.IsValid() {
+		loc.Network = rec.Network.String()
+	}
+	if rec.ASN != 0 {
+		loc.ASN = "AS" + strconv.FormatUint(uint64(rec.ASN), 10)
+	}
+	if loc.RegionCode == "" {
+		loc.RegionCode = subdivisions.Code(rec.Country, rec.Region)
 	}
 	if rec.HasLocation {
 		loc.Latitude, loc.Longitude = rec.Latitude, rec.Longitude
@@ -61,6 +98,9 @@ func newLocation(addr netip.Addr, rec lookup.Record) Location {
 		// One naming source for every database: IP2Location files say "United States of
 		// America", DB-IP says nothing; ipapi.co says "United States", as CLDR does.
 		loc.CountryName, loc.ContinentCode, loc.InEU = f.Name, f.Continent, f.InEU
+		loc.CountryCodeISO3, loc.CountryCapital, loc.CountryTLD = f.ISO3, f.Capital, f.TLD
+		loc.CountryCallingCode, loc.Currency, loc.CurrencyName = f.CallingCode, f.Currency, f.CurrencyName
+		loc.Languages, loc.CountryArea, loc.CountryPopulation = f.Languages, f.Area, f.Population
 	} else {
 		loc.CountryName = rec.CountryName
 	}

@@ -14,24 +14,53 @@ import (
 type format struct {
 	name        string // path segment
 	contentType string
-	produces    string // documented media type besides JSON
+	doc         apiserver.Format // its documentation; zero for JSON
 	summary     string
 }
 
 var formats = []format{
-	{"json", "application/json; charset=utf-8", "", "JSON"},
-	{"xml", "application/xml; charset=utf-8", "application/xml", "XML (<root> with one element per field)"},
-	{"csv", "text/csv; charset=utf-8", "text/csv", "CSV (a header line and a value line)"},
-	{"yaml", "application/yaml; charset=utf-8", "application/yaml", "YAML"},
-	{"jsonp", "application/javascript; charset=utf-8", "application/javascript", "JSONP (callback(record);)"},
+	{"json", "application/json; charset=utf-8", apiserver.Format{}, "JSON"},
+	{"xml", "application/xml; charset=utf-8", apiserver.Format{MediaType: "application/xml", Kind: apiserver.FormatXML, XMLName: "root",
+		Description: "ipapi.co's XML: <root> holding one element per field, named as the JSON keys and in their order; values as the plain-text field endpoints write them."},
+		"XML (<root> with one element per field)"},
+	{"csv", "text/csv; charset=utf-8", apiserver.Format{MediaType: "text/csv", Kind: apiserver.FormatText, Description: csvLayout()},
+		"CSV (a header line and a value line)"},
+	{"yaml", "application/yaml; charset=utf-8", apiserver.Format{MediaType: "application/yaml",
+		Description: "A YAML mapping with the JSON keys in their order; strings double-quoted."}, "YAML"},
+	{"jsonp", "application/javascript; charset=utf-8", apiserver.Format{MediaType: "application/javascript",
+		Description: "/**/callback(<the JSON object>); the object is described here."}, "JSONP (callback(record);)"},
 }
 
-// textFields are the plain-text field endpoints: every JSON key plus ipapi.co's
-// country_code (same as country) and latlong.
+// csvLayout documents the CSV columns, read from the one field list every format walks.
+func csvLayout() string {
+	var always, optional []string
+	for i := range fields {
+		if fields[i].optional {
+			optional = append(optional, fields[i].name)
+		} else {
+			always = append(always, fields[i].name)
+		}
+	}
+	return "RFC 4180 with CRLF line ends: a header line and a value line. Columns, in this order: " +
+		strings.Join(always, ", ") + "; then " + strings.Join(optional, ", ") +
+		" only when set (true or a non-empty reason). Values as the plain-text field endpoints write them."
+}
+
+// cacheHeaders are the validators every lookup answer carries (batch answers excepted).
+type cacheHeaders struct {
+	ETag         string `header:"ETag" required:"true" status:"200,304" doc:"Strong validator: the database version and a hash of the body; send it back in If-None-Match" example:"\"2026-03-dbip-3f2a9c1d0e4b5a6c\""`
+	CacheControl string `header:"Cache-Control" required:"true" status:"200,304" doc:"public, max-age=<MaxAge> for an explicit address; private, no-cache for the caller's own" example:"public, max-age=3600"`
+}
+
+// batchHeaders: a batch answer is never cached.
+type batchHeaders struct {
+	CacheControl string `header:"Cache-Control" required:"true" enum:"no-store"`
+}
+
+// textFields are the plain-text field endpoints: every JSON key plus ipapi.co's latlong.
 var textFields = func() map[string]func(*Location) string {
 	m := map[string]func(*Location) string{
-		"country_code": func(l *Location) string { return l.Country },
-		"latlong":      func(l *Location) string { return formatCoord(l.Latitude) + "," + formatCoord(l.Longitude) },
+		"latlong": func(l *Location) string { return formatCoord(l.Latitude) + "," + formatCoord(l.Longitude) },
 	}
 	for i := range fields {
 		f := &fields[i]
@@ -43,27 +72,44 @@ var textFields = func() map[string]func(*Location) string {
 }()
 
 // textFieldNames lists them in documentation order.
-var textFieldNames = []string{"ip", "version", "city", "region", "country", "country_code", "country_name",
-	"continent_code", "in_eu", "postal", "latitude", "longitude", "latlong", "timezone", "utc_offset"}
+var textFieldNames = func() []string {
+	var names []string
+	for _, f := range fields {
+		if f.optional {
+			continue
+		}
+		names = append(names, f.name)
+		if f.name == "longitude" {
+			names = append(names, "latlong")
+		}
+	}
+	return names
+}()
 
 // Inputs. The address is a plain string, checked by the handler rather than by a format
 // tag, so that an invalid one gets ipapi.co's error keys and not only the library's
 // validation details.
 type (
 	ipInput struct {
-		IP string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
 	}
 	ipJSONPInput struct {
-		IP       string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		Callback string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
+		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		Callback    string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
+		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
 	}
 	ipFieldInput struct {
-		IP    string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		Field string `path:"field" doc:"ip, version, city, region, country, country_code, country_name, continent_code, in_eu, postal, latitude, longitude, latlong, timezone or utc_offset" example:"city"`
+		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		Field       string `path:"field" doc:"Any key of the JSON answer (ip, network, version, city, region, region_code, country, country_name, country_code, country_code_iso3, country_capital, country_tld, continent_code, in_eu, postal, latitude, longitude, timezone, utc_offset, country_calling_code, currency, currency_name, languages, country_area, country_population, asn, org) or latlong" example:"city"`
+		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
 	}
-	callerInput      struct{}
+	callerInput struct {
+		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
+	}
 	callerJSONPInput struct {
-		Callback string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
+		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
+		Callback    string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
 	}
 	batchInput struct {
 		Body []string `minItems:"1" maxItems:"100" doc:"Up to 100 addresses" example:"[\"8.8.8.8\",\"2001:4860:4860::8888\"]"`
@@ -79,28 +125,31 @@ const (
 // parameters and examples. gin allows one wildcard name per path position, so the first
 // segment is :ip everywhere and the caller's field endpoints are static paths.
 func (a *API) register() {
-	const (
-		notModifiedText = "Not Modified: If-None-Match matches the current ETag"
-		invalidText     = `Invalid address or zone identifier: the error body adds "ip" and "reason": "Invalid IP Address"; or a JSONP callback that is not an identifier path`
-	)
+	const notModifiedText = "Not Modified: If-None-Match matches the current ETag"
 	notModified := map[int]string{http.StatusNotModified: notModifiedText}
-	explicitResponses := map[int]string{http.StatusNotModified: notModifiedText, http.StatusBadRequest: invalidText}
+	// An invalid address is answered in ipapi.co's shape; a JSONP callback that is not an
+	// identifier path keeps the library's validation body.
+	addressErrors := []apiserver.ErrorBody{{
+		Status:      http.StatusBadRequest,
+		Description: `Not an IP address (or an IPv6 address with a zone identifier): ipapi.co's body, error a boolean. (The JSONP endpoints answer a bad callback with the standard validation body.)`,
+		Example:     AddressError{IP: "999.1.1.1", Error: true, Reason: reasonInvalid},
+	}}
 	for _, f := range formats {
-		var produces []string
-		if f.produces != "" {
-			produces = []string{f.produces}
+		var docFormats []apiserver.Format
+		if f.doc.MediaType != "" {
+			docFormats = []apiserver.Format{f.doc}
 		}
 		explicit := apiserver.Operation{
 			Method: http.MethodGet, URL: "/:ip/" + f.name + "/", Tags: []string{tagLookup},
 			Summary:     "Location of an address as " + f.summary,
 			Description: "Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.",
-			Produces:    produces, Responses: explicitResponses,
+			Formats:     docFormats, NotJSON: docFormats != nil, Headers: cacheHeaders{}, Responses: notModified, ErrorBodies: addressErrors,
 		}
 		caller := apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + f.name + "/", Tags: []string{tagCaller},
 			Summary:     "Location of the caller as " + f.summary,
 			Description: "The caller is the TCP peer, or behind a proxy listed in TRUSTED_PROXIES the right-most untrusted X-Forwarded-For entry. Cache-Control: private.",
-			Produces:    produces, Responses: notModified,
+			Formats:     docFormats, NotJSON: docFormats != nil, Headers: cacheHeaders{}, Responses: notModified,
 		}
 		if f.name == "jsonp" {
 			apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipJSONPInput) (Location, error) {
@@ -121,14 +170,13 @@ func (a *API) register() {
 
 	fieldResponses := map[int]string{
 		http.StatusNotModified: notModifiedText,
-		http.StatusBadRequest:  invalidText,
 		http.StatusNotFound:    "No such field",
 	}
 	apiserver.Register(a.srv, apiserver.Operation{
 		Method: http.MethodGet, URL: "/:ip/:field/", Tags: []string{tagLookup},
 		Summary:     "One field of an address's location, as plain text",
 		Description: "Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.",
-		Produces:    []string{"text/plain"}, Responses: fieldResponses,
+		Produces:    []string{"text/plain"}, NotJSON: true, Headers: cacheHeaders{}, Responses: fieldResponses, ErrorBodies: addressErrors,
 	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (string, error) {
 		get, ok := textFields[in.Field]
 		if !ok {
@@ -145,7 +193,7 @@ func (a *API) register() {
 		apiserver.Register(a.srv, apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + name + "/", Tags: []string{tagCaller},
 			Summary:  "The caller's " + name + ", as plain text",
-			Produces: []string{"text/plain"}, Responses: notModified,
+			Produces: []string{"text/plain"}, NotJSON: true, Headers: cacheHeaders{}, Responses: notModified,
 		}, func(c *apiserver.Context[struct{}], _ *callerInput) (string, error) {
 			addr, err := a.callerAddr(c.Request)
 			if err != nil {
@@ -161,6 +209,7 @@ func (a *API) register() {
 		Description: "One result per address, in order. An entry that is not an address gets " +
 			`{"ip": "...", "error": true, "reason": "Invalid IP Address"} with the other fields empty; ` +
 			"reserved addresses get reserved: true. More than 100 addresses is a 400.",
+		Headers: batchHeaders{},
 	}, func(c *apiserver.Context[struct{}], in *batchInput) ([]Location, error) {
 		out := make([]Location, len(in.Body))
 		for i, text := range in.Body {
@@ -216,9 +265,10 @@ func (a *API) serveRecord(c *apiserver.Context[struct{}], addr netip.Addr, sc sc
 		return err
 	}
 	var body []byte
+	var tag []string
 	switch f.name {
 	case "json":
-		body = ans.json
+		body, tag = ans.json, ans.etag
 	case "jsonp":
 		body = appendJSONP(make([]byte, 0, len(ans.json)+len(callback)+8), callback, ans.json)
 	case "xml":
@@ -230,7 +280,7 @@ func (a *API) serveRecord(c *apiserver.Context[struct{}], addr netip.Addr, sc sc
 	case "yaml":
 		body = appendYAML(nil, &ans.loc)
 	}
-	a.write(c, sc, ans.version, f.contentType, body)
+	a.write(c, sc, ans.version, f.contentType, body, tag)
 	return nil
 }
 
@@ -239,7 +289,7 @@ func (a *API) serveText(c *apiserver.Context[struct{}], addr netip.Addr, sc scop
 	if err != nil {
 		return err
 	}
-	a.write(c, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)))
+	a.write(c, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)), nil)
 	return nil
 }
 

@@ -53,3 +53,30 @@ func BenchmarkWrapperOverhead(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkVerifyFullDB prices the whole-file check (issue 13, finding 5) on the full
+// converted DB-IP data, beside the header-only open that ip2location-go does, so the
+// figure reads as the cost a load or reload adds.
+func BenchmarkVerifyFullDB(b *testing.B) {
+	data, err := os.ReadFile(testdb.ConvertedBIN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("walk", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if err := ip2bin.Verify(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("OpenBytes", func(b *testing.B) { // walk + checksum + library open
+		for b.Loop() {
+			db, err := ip2bin.OpenBytes(data, "full")
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+	})
+}

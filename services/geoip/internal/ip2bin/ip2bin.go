@@ -18,6 +18,7 @@ import (
 	"github.com/ip2location/ip2location-go/v9"
 
 	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/offheap"
 )
 
 // libMu guards ip2location-go's package-level variables (the IPv6 range bounds), which
@@ -39,14 +40,18 @@ type DB struct {
 	// extras is false for the location-only types (DB1, 3, 5, 9, 11), whose other fields
 	// are all "unavailable": no need to look at them on every lookup.
 	extras bool
+	// data and hdr are the file when it is held in memory (nil for OpenFile): network.go
+	// reads the matching row's range from them.
+	data []byte
+	hdr  header
 }
 
 var _ lookup.DB = (*DB)(nil)
 
-// Load reads the whole file into memory, outside the Go heap (see readOffHeap), and
+// Load reads the whole file into memory, outside the Go heap (see offheap.Read), and
 // opens it.
 func Load(path string) (*DB, error) {
-	data, release, err := readOffHeap(path)
+	data, release, err := offheap.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("read bin: %w", err)
 	}
@@ -59,14 +64,22 @@ func Load(path string) (*DB, error) {
 	return db, nil
 }
 
-// OpenBytes opens a BIN held in memory; data must not be modified afterwards. source
-// names it in Info.
+// OpenBytes opens a BIN held in memory after checking it whole (see verify; a bad body is
+// a *CorruptError); data must not be modified afterwards. source names it in Info.
 func OpenBytes(data []byte, source string) (*DB, error) {
 	h, err := parseHeader(data, int64(len(data)))
+	if err == nil {
+		err = verify(data, h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open bin %s: %w", source, err)
 	}
-	return open(&memReader{data: data}, h, source, int64(len(data)), checksum(data))
+	db, err := open(&memReader{data: data}, h, source, int64(len(data)), checksum(data))
+	if err == nil {
+		db.data, db.hdr = data, h
+		db.info.ZoneNames = zoneNamesEverywhere(data, h)
+	}
+	return db, err
 }
 
 // OpenFile opens a BIN for reading from the file on every lookup (one pread per probe).
@@ -87,6 +100,13 @@ func OpenFile(path string) (*DB, error) {
 		return nil, fmt.Errorf("open bin %s: read header: %w", path, err)
 	}
 	h, err := parseHeader(buf[:], st.Size())
+	if err == nil {
+		// The whole file is checked once, read into memory for the walk only.
+		var data []byte
+		if data, err = os.ReadFile(path); err == nil {
+			err = verify(data, h)
+		}
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open bin %s: %w", path, err)
@@ -149,22 +169,31 @@ func (d *DB) Lookup(addr netip.Addr) (rec lookup.Record, err error) {
 			rec, err = lookup.Record{}, fmt.Errorf("bin lookup %s: corrupt data: %v", addr, p)
 		}
 	}()
-	r, err := d.getAll(addr.Unmap().String())
+	addr = addr.Unmap()
+	r, network, err := d.getAll(addr)
 	if err != nil {
 		return lookup.Record{}, fmt.Errorf("bin lookup %s: %w", addr, err)
 	}
-	return toRecord(&r, d.extras), nil
+	rec = toRecord(&r, d.extras)
+	if rec.Found() {
+		rec.Network = network
+	}
+	return rec, nil
 }
 
 // getAll holds libMu through a deferred unlock, so a panic on corrupt data cannot leave it
 // locked.
-func (d *DB) getAll(ip string) (ip2location.IP2Locationrecord, error) {
+func (d *DB) getAll(addr netip.Addr) (ip2location.IP2Locationrecord, netip.Prefix, error) {
 	libMu.RLock()
 	defer libMu.RUnlock()
 	if d.closed {
-		return ip2location.IP2Locationrecord{}, ErrClosed
+		return ip2location.IP2Locationrecord{}, netip.Prefix{}, ErrClosed
 	}
-	return d.db.Get_all(ip)
+	if r, network, ok := d.lookupRow(addr); ok {
+		return r, network, nil
+	}
+	r, err := d.db.Get_all(addr.String())
+	return r, d.network(addr), err
 }
 
 func toRecord(r *ip2location.IP2Locationrecord, extras bool) lookup.Record {
@@ -292,7 +321,7 @@ func parseHeader(b []byte, size int64) (header, error) {
 	}
 	inFile := func(what string, base1 uint32, length int64) error {
 		if base1 == 0 || int64(base1)-1+length > size {
-			return fmt.Errorf("%s (%d bytes at %d) lies outside the %d-byte file", what, length, base1, size)
+			return corrupt("%s (%d bytes at %d) lie outside the %d-byte file (truncated?)", what, length, base1, size)
 		}
 		return nil
 	}

@@ -17,6 +17,7 @@ type Record struct {
 	Country     string // ISO 3166-1 alpha-2, upper case
 	CountryName string // English short name
 	Region      string // first-level subdivision name
+	RegionCode  string // its ISO 3166-2 code without the country prefix ("CA" for US-CA)
 	City        string
 	Postal      string
 	Latitude    float64
@@ -24,6 +25,12 @@ type Record struct {
 	HasLocation bool
 	TimeZone    string // IANA name such as America/Los_Angeles
 	UTCOffset   string // offset at lookup time, DST included, such as -0700
+	// Network is the CIDR block of the database's entry that holds the address (the
+	// largest block inside the BIN row's range); invalid when unknown.
+	Network netip.Prefix
+	// ASN and Org come from the ASN database, when one is configured; 0 and "" otherwise.
+	ASN uint32
+	Org string
 	// Extra holds the other non-empty fields a database carries (for example isp, asn,
 	// state2), keyed by snake_case name. Nil for the common city databases.
 	Extra map[string]string
@@ -44,6 +51,9 @@ type Info struct {
 	Source    string    // file path, or "embedded sample"
 	Size      int64     // bytes
 	Checksum  string    // CRC-32C of the file content, hex
+	// ZoneNames is true when every record with coordinates names its IANA time zone, so
+	// that no lookup needs the time zone polygons (BINs written by geoip convert).
+	ZoneNames bool
 }
 
 // Version is a short string that changes whenever different data is served; suitable as

@@ -6,9 +6,7 @@ package mmdb
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net/netip"
-	"os"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 
@@ -52,7 +50,8 @@ type NestedRecord struct {
 		Names   names  `maxminddb:"names"`
 	} `maxminddb:"country"`
 	Subdivisions []struct {
-		Names names `maxminddb:"names"`
+		ISOCode string `maxminddb:"iso_code"`
+		Names   names  `maxminddb:"names"`
 	} `maxminddb:"subdivisions"`
 	Location struct {
 		Latitude  *float64 `maxminddb:"latitude"`
@@ -64,44 +63,39 @@ type NestedRecord struct {
 	} `maxminddb:"postal"`
 }
 
-// DB is an open MMDB file, held in memory.
+// DB is an open MMDB city database, held in memory (File).
 type DB struct {
-	r      *maxminddb.Reader
+	*File
 	schema Schema
-	info   lookup.Info
 }
 
 var _ lookup.DB = (*DB)(nil)
 
-// Load reads the whole file into memory and opens it.
+// Load reads the whole file into memory outside the Go heap and opens it (LoadFile).
 func Load(path string) (*DB, error) {
-	data, err := os.ReadFile(path)
+	db := &DB{}
+	f, err := LoadFile(path, "mmdb", db.detect)
 	if err != nil {
-		return nil, fmt.Errorf("read mmdb: %w", err)
+		return nil, err
 	}
-	return OpenBytes(data, path)
+	db.File = f
+	return db, nil
 }
 
 // OpenBytes opens an MMDB held in memory; data must not be modified afterwards.
 func OpenBytes(data []byte, source string) (*DB, error) {
-	r, err := maxminddb.OpenBytes(data)
+	db := &DB{}
+	f, err := OpenFile(data, source, "mmdb", db.detect)
 	if err != nil {
-		return nil, fmt.Errorf("open mmdb %s: %w", source, err)
+		return nil, err
 	}
-	schema, err := DetectSchema(r)
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("open mmdb %s: %w", source, err)
-	}
-	return &DB{r: r, schema: schema, info: lookup.Info{
-		Format:    "mmdb",
-		Type:      r.Metadata.DatabaseType,
-		BuildDate: r.Metadata.BuildTime().UTC(),
-		Records:   int(r.Metadata.NodeCount),
-		Source:    source,
-		Size:      int64(len(data)),
-		Checksum:  fmt.Sprintf("%08x", crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))),
-	}}, nil
+	db.File = f
+	return db, nil
+}
+
+func (d *DB) detect(r *maxminddb.Reader) (err error) {
+	d.schema, err = DetectSchema(r)
+	return err
 }
 
 // DetectSchema looks at the first record with data to tell the flat from the nested
@@ -131,39 +125,12 @@ func DetectSchema(r *maxminddb.Reader) (Schema, error) {
 	return 0, errors.New("database has no records")
 }
 
-// Reader exposes the underlying reader; the converter walks its networks.
-func (d *DB) Reader() *maxminddb.Reader { return d.r }
-
 // Schema returns the record layout.
 func (d *DB) Schema() Schema { return d.schema }
 
-// Info describes the file.
-func (d *DB) Info() lookup.Info { return d.info }
-
-// Close releases the reader.
-func (d *DB) Close() error { return d.r.Close() }
-
 // Lookup answers for addr; an IPv6 address in an IPv4-only database is simply not found.
 func (d *DB) Lookup(addr netip.Addr) (lookup.Record, error) {
-	if !addr.IsValid() {
-		return lookup.Record{}, lookup.ErrInvalidAddress
-	}
-	addr = addr.Unmap()
-	if addr.Is6() && d.r.Metadata.IPVersion == 4 {
-		return lookup.Record{}, nil
-	}
-	res := d.r.Lookup(addr)
-	if err := res.Err(); err != nil {
-		return lookup.Record{}, fmt.Errorf("mmdb lookup %s: %w", addr, err)
-	}
-	if !res.Found() {
-		return lookup.Record{}, nil
-	}
-	rec, err := Decode(res, d.schema)
-	if err != nil {
-		return lookup.Record{}, fmt.Errorf("mmdb lookup %s: %w", addr, err)
-	}
-	return rec, nil
+	return d.File.Lookup(addr, func(res maxminddb.Result) (lookup.Record, error) { return Decode(res, d.schema) })
 }
 
 // Decode maps one result onto a Record.
@@ -214,6 +181,7 @@ func FromNested(n *NestedRecord) lookup.Record {
 	}
 	if len(n.Subdivisions) > 0 {
 		rec.Region = lookup.Clean(n.Subdivisions[0].Names.EN)
+		rec.RegionCode = lookup.Clean(n.Subdivisions[0].ISOCode)
 	}
 	if n.Location.Latitude != nil && n.Location.Longitude != nil {
 		rec.Latitude, rec.Longitude = *n.Location.Latitude, *n.Location.Longitude

@@ -121,6 +121,21 @@ func TestLookupMapsBothSchemas(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.addr, got, tt.want)
 		}
 	}
+	// The nested layout names the subdivision's ISO code; every answer names its network.
+	for _, tt := range []struct {
+		db                *mmdb.DB
+		addr, code, block string
+	}{
+		{nested, "8.8.8.8", "CA", "8.8.8.0/24"},
+		{nested, "::ffff:8.8.8.8", "CA", "8.8.8.0/24"},
+		{nested, "2001:4860:4860::8888", "CA", "2001:4860::/32"},
+		{flat, "1.1.1.1", "", "1.1.1.0/24"}, // the flat layout has names only
+	} {
+		got, _ := tt.db.Lookup(netip.MustParseAddr(tt.addr))
+		if got.RegionCode != tt.code || got.Network.String() != tt.block {
+			t.Errorf("%s: region_code %q network %s, want %q %s", tt.addr, got.RegionCode, got.Network, tt.code, tt.block)
+		}
+	}
 	if info := nested.Info(); info.Format != "mmdb" || info.Type != "GeoLite2-City" || info.Records == 0 {
 		t.Errorf("info %+v", info)
 	}

@@ -21,12 +21,14 @@ import (
 // loads on first use or when Warm is called; the zero value is not usable, use New.
 type Finder struct {
 	load func() (tzf.F, error)
-	locs sync.Map // zone name -> *time.Location
+	locs sync.Map // zone name -> *zone
 	// names remembers the zone of recently asked coordinates: a polygon search costs
 	// about a microsecond and MMDB files without zone names ask it on every lookup, while
 	// a database has far fewer distinct coordinates than addresses. Direct-mapped, one
 	// entry per slot, replaced on collision: bounded, lock-free, O(1).
 	names []atomic.Pointer[zoneEntry]
+	// loaded is set once the polygons are in memory (tests and logs).
+	loaded atomic.Bool
 }
 
 type zoneEntry struct {
@@ -41,17 +43,20 @@ var _ lookup.TimeZoner = (*Finder)(nil)
 
 // New returns a Finder backed by tzf's default (lite) data set.
 func New() *Finder {
-	return &Finder{
-		load: sync.OnceValues(func() (tzf.F, error) {
-			f, err := tzf.NewDefaultFinder()
-			if err != nil {
-				return nil, fmt.Errorf("load time zone polygons: %w", err)
-			}
-			return f, nil
-		}),
-		names: make([]atomic.Pointer[zoneEntry], 1<<cacheBits),
-	}
+	z := &Finder{names: make([]atomic.Pointer[zoneEntry], 1<<cacheBits)}
+	z.load = sync.OnceValues(func() (tzf.F, error) {
+		f, err := tzf.NewDefaultFinder()
+		if err != nil {
+			return nil, fmt.Errorf("load time zone polygons: %w", err)
+		}
+		z.loaded.Store(true)
+		return f, nil
+	})
+	return z
 }
+
+// Loaded reports whether the polygon data has been loaded.
+func (z *Finder) Loaded() bool { return z.loaded.Load() }
 
 // Warm loads the polygon data now, so that the first lookup does not pay for it.
 func (z *Finder) Warm() error {
@@ -94,31 +99,58 @@ func (z *Finder) Resolve(rec lookup.Record, now time.Time) lookup.Record {
 	if rec.TimeZone == "" {
 		return rec
 	}
-	if loc := z.location(rec.TimeZone); loc != nil {
-		_, offset := now.In(loc).Zone()
-		rec.UTCOffset = lookup.FormatOffset(offset)
+	if off := z.Offset(rec.TimeZone, now); off != "" {
+		rec.UTCOffset = off
 	}
 	return rec
 }
 
-// Offset returns the UTC offset of zone at t in "-0700" form, or "" for an unknown zone.
-func (z *Finder) Offset(zone string, t time.Time) string {
-	loc := z.location(zone)
-	if loc == nil {
-		return ""
-	}
-	_, offset := t.In(loc).Zone()
-	return lookup.FormatOffset(offset)
+// zone is a loaded location and the period of its current offset: an offset holds from
+// one transition to the next (months apart), so a lookup in the same period reuses it
+// instead of searching the zone's transitions (a few hundred nanoseconds each time).
+type zone struct {
+	loc *time.Location
+	cur atomic.Pointer[period]
 }
 
-func (z *Finder) location(name string) *time.Location {
+type period struct {
+	start, end int64 // unix nanoseconds, [start, end)
+	offset     string
+}
+
+// Offset returns the UTC offset of zone at t in "-0700" form, or "" for an unknown zone.
+func (z *Finder) Offset(name string, t time.Time) string {
+	zn := z.zone(name)
+	if zn == nil {
+		return ""
+	}
+	n := t.UnixNano()
+	if p := zn.cur.Load(); p != nil && n >= p.start && n < p.end {
+		return p.offset
+	}
+	local := t.In(zn.loc)
+	_, offset := local.Zone()
+	p := &period{start: math.MinInt64, end: math.MaxInt64, offset: lookup.FormatOffset(offset)}
+	if start, end := local.ZoneBounds(); !start.IsZero() || !end.IsZero() {
+		if !start.IsZero() {
+			p.start = start.UnixNano()
+		}
+		if !end.IsZero() {
+			p.end = end.UnixNano()
+		}
+	}
+	zn.cur.Store(p)
+	return p.offset
+}
+
+func (z *Finder) zone(name string) *zone {
 	if v, ok := z.locs.Load(name); ok {
-		return v.(*time.Location)
+		return v.(*zone)
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil
 	}
-	z.locs.Store(name, loc)
-	return loc
+	v, _ := z.locs.LoadOrStore(name, &zone{loc: loc})
+	return v.(*zone)
 }

@@ -153,3 +153,32 @@ func BenchmarkResolveStoredZone(b *testing.B) {
 		rec = finder.Resolve(rec, now)
 	}
 }
+
+// The offset of a period is reused inside it and recomputed across a transition, in
+// either direction of time (requests carry their own clock readings).
+func TestOffsetFollowsTransitions(t *testing.T) {
+	f := tz.New()
+	// America/Los_Angeles: PST until 2026-03-08 10:00 UTC, PDT until 2026-11-01 09:00 UTC.
+	for _, tt := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 3, 8, 9, 59, 59, 0, time.UTC), "-0800"},
+		{time.Date(2026, 3, 8, 10, 0, 0, 0, time.UTC), "-0700"},
+		{time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), "-0700"},
+		{time.Date(2026, 11, 1, 8, 59, 59, 0, time.UTC), "-0700"},
+		{time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC), "-0800"},
+		{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "-0800"}, // back before both
+		{time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC), "-0700"},
+	} {
+		if got := f.Offset("America/Los_Angeles", tt.at); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.at, got, tt.want)
+		}
+	}
+	if got := f.Offset("UTC", time.Now()); got != "+0000" { // no transitions at all
+		t.Errorf("UTC: %s", got)
+	}
+	if got := f.Offset("Asia/Kathmandu", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); got != "+0545" {
+		t.Errorf("Kathmandu: %s", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +49,7 @@ type Config struct {
 type Updater struct {
 	cfg      Config
 	inst     Installer
+	secrets  []string // redacted from every error and log line, longest first
 	attempts prometheus.Counter
 	failures prometheus.Counter
 	last     prometheus.Gauge
@@ -78,8 +82,9 @@ func New(cfg Config, inst Installer) (*Updater, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Updater{
-		cfg:  cfg,
-		inst: inst,
+		cfg:     cfg,
+		inst:    inst,
+		secrets: secretsOf(cfg),
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoip_database_update_attempts_total",
 			Help: "Downloads of the database product attempted.",
@@ -130,13 +135,15 @@ func (u *Updater) Run(ctx context.Context) {
 	}
 }
 
-// Update downloads, unpacks and installs the product once.
+// Update downloads, unpacks and installs the product once. Its error never holds the
+// token or any other secret of the download URL (see redact): errors from the HTTP client
+// quote the URL, and the service's text answers may echo it.
 func (u *Updater) Update(ctx context.Context) error {
 	u.attempts.Inc()
 	err := u.update(ctx)
 	if err != nil {
 		u.failures.Inc()
-		return err
+		return errors.New(u.redact(err.Error())) // the chain is dropped: it holds the secrets
 	}
 	u.last.SetToCurrentTime()
 	u.cfg.Logger.Info("database updated", "product", u.cfg.Product, "path", u.cfg.Target)
@@ -168,12 +175,11 @@ func (u *Updater) download(ctx context.Context, dir string) (string, error) {
 	q := url.Values{"token": {u.cfg.Token}, "file": {u.cfg.Product}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.cfg.URL+"?"+q.Encode(), nil)
 	if err != nil {
-		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+		return "", fmt.Errorf("download %s: %w", u.cfg.Product, err)
 	}
 	resp, err := u.cfg.Client.Do(req)
 	if err != nil {
-		// The error quotes the URL, token included.
-		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+		return "", fmt.Errorf("download %s: %w", u.cfg.Product, err) // quotes the URL: Update redacts
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -192,7 +198,7 @@ func (u *Updater) download(ctx context.Context, dir string) (string, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", fmt.Errorf("download %s: %s", u.cfg.Product, u.redact(err))
+		return "", fmt.Errorf("download %s: %w", u.cfg.Product, err)
 	}
 	if msg, ok := serviceMessage(f.Name()); ok {
 		os.Remove(f.Name())
@@ -265,11 +271,49 @@ func (u *Updater) unpack(archive, dir string) (string, error) {
 	return out.Name(), nil
 }
 
-func (u *Updater) redact(err error) string {
-	msg := err.Error()
-	if u.cfg.Token != "" {
-		msg = strings.ReplaceAll(msg, url.QueryEscape(u.cfg.Token), "REDACTED")
-		msg = strings.ReplaceAll(msg, u.cfg.Token, "REDACTED")
+// secretsOf lists what must never be logged: the token as given and as escaped in a URL,
+// and the credentials and query values of a configured URL (a mirror's key, say).
+func secretsOf(cfg Config) []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= 3 { // shorter values would redact ordinary words
+			out = append(out, v, url.QueryEscape(v), url.PathEscape(v))
+		}
 	}
-	return msg
+	add(cfg.Token)
+	if u, err := url.Parse(cfg.URL); err == nil {
+		if u.User != nil {
+			add(u.User.Username())
+			if p, ok := u.User.Password(); ok {
+				add(p)
+				// As sent in Authorization: Basic, which a service may echo.
+				add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + p)))
+			}
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out)
+}
+
+// secretParam and userinfo catch secrets in URLs that are not the configured ones (a
+// redirect's, say): the values of credential-like query parameters, and user:password@.
+var (
+	secretParam = regexp.MustCompile(`(?i)\b(token|key|apikey|api_key|access_token|secret|password|passwd|auth|sig|signature)=[^&\s"'<>]+`)
+	userinfo    = regexp.MustCompile(`://[^/@\s"'<>]+@`)
+	authHeader  = regexp.MustCompile(`(?i)\b(basic|bearer) [A-Za-z0-9+/=._~-]{6,}`)
+)
+
+// redact removes every secret from a message the updater writes.
+func (u *Updater) redact(msg string) string {
+	for _, s := range u.secrets {
+		msg = strings.ReplaceAll(msg, s, "REDACTED")
+	}
+	msg = secretParam.ReplaceAllString(msg, "${1}=REDACTED")
+	msg = authHeader.ReplaceAllString(msg, "${1} REDACTED")
+	return userinfo.ReplaceAllString(msg, "://REDACTED@")
 }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/sample"
+)
+
+// writeASN writes a GeoLite2-ASN-shaped database naming org for 8.8.8.0/24.
+func writeASN(t *testing.T, path, org string) {
+	t.Helper()
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-ASN", RecordSize: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n, _ := net.ParseCIDR("8.8.8.0/24")
+	if err := tree.Insert(n, mmdbtype.Map{
+		"autonomous_system_number":       mmdbtype.Uint32(15169),
+		"autonomous_system_organization": mmdbtype.String(org),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GEOIP_ASN_DB fills asn and org, in every format, and a new file is answered after a
+// reload; without it the fields are empty and /docs says why.
+func TestASNDatabase(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	db, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	path := filepath.Join(t.TempDir(), "asn.mmdb")
+	writeASN(t, path, "Google LLC")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	asnDB, err := openASN(ctx, config{ASNPath: path, WatchInterval: time.Hour}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { asnDB.Close() })
+
+	get := func(h http.Handler, path string) string {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		b, _ := io.ReadAll(w.Body)
+		return string(b)
+	}
+	srv, _, err := newHTTPServer(db, asnDB, httpEnv(nil), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Handler()
+	if got := get(h, "/8.8.8.8/asn/"); got != "AS15169" {
+		t.Errorf("/8.8.8.8/asn/ = %q", got)
+	}
+	if got := get(h, "/8.8.8.8/org/"); got != "Google LLC" {
+		t.Errorf("/8.8.8.8/org/ = %q", got)
+	}
+	if got := get(h, "/8.8.8.8/json/"); !strings.Contains(got, `"asn":"AS15169","org":"Google LLC"`) {
+		t.Errorf("/8.8.8.8/json/ = %s", got)
+	}
+	if got := get(h, "/1.1.1.1/asn/"); got != "" {
+		t.Errorf("an address the ASN database lacks: asn %q", got)
+	}
+	if doc := get(h, "/openapi.json"); strings.Contains(doc, "asn and org are empty") {
+		t.Error("/docs says asn is empty though an ASN database serves")
+	}
+
+	writeASN(t, path, "Google LLC (renamed)")
+	if err := asnDB.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(h, "/8.8.8.8/org/"); got != "Google LLC (renamed)" {
+		t.Errorf("after reload org = %q (a cached answer of the old ASN database?)", got)
+	}
+
+	if _, err := openASN(ctx, config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
+		t.Errorf("a missing ASN file: %v", err)
+	}
+
+	plain, _, err := newHTTPServer(db, nil, httpEnv(nil), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(plain.Handler(), "/8.8.8.8/asn/"); got != "" {
+		t.Errorf("without an ASN database asn = %q", got)
+	}
+	if doc := get(plain.Handler(), "/openapi.json"); !strings.Contains(doc, "asn and org are empty") || !strings.Contains(doc, "GEOIP_ASN_DB") {
+		t.Error("/docs does not say why asn and org are empty")
+	}
+}

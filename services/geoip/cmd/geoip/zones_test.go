@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+
+	"github.com/apistack/platform/services/geoip/internal/tz"
+)
+
+// The embedded sample names every record's zone: serving it never loads the polygons. A
+// database without zone names (a flat DB-IP MMDB) gets them loaded in the background.
+func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	zones := tz.New()
+	db, err := openDatabase(ctx, config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !db.Info().ZoneNames {
+		t.Fatal("the embedded sample does not name every zone")
+	}
+	for _, a := range []string{"8.8.8.8", "1.1.1.1", "2001:4860:4860::8888", "81.2.69.160"} {
+		rec, err := db.Lookup(netip.MustParseAddr(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.HasLocation && (rec.TimeZone == "" || rec.UTCOffset == "") {
+			t.Errorf("%s: no zone: %+v", a, rec)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a background warm-up would have started by now
+	if zones.Loaded() {
+		t.Error("the polygons were loaded for a database that names every zone")
+	}
+
+	// A flat MMDB without zone names.
+	tree, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "city ipv4", RecordSize: 28, IPVersion: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n, _ := net.ParseCIDR("1.1.1.0/24")
+	if err := tree.Insert(n, mmdbtype.Map{"country_code": mmdbtype.String("AU"), "state1": mmdbtype.String("New South Wales"),
+		"city": mmdbtype.String("Sydney"), "latitude": mmdbtype.Float64(-33.8688), "longitude": mmdbtype.Float64(151.209)}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flat.mmdb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	zones2 := tz.New()
+	db2, err := openDatabase(ctx, config{DBPath: path, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for !zones2.Loaded() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !zones2.Loaded() {
+		t.Error("the polygons were not loaded for a database without zone names")
+	}
+	if rec, _ := db2.Lookup(netip.MustParseAddr("1.1.1.1")); rec.TimeZone != "Australia/Sydney" {
+		t.Errorf("zone from coordinates: %q", rec.TimeZone)
+	}
+}

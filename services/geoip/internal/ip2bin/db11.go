@@ -1,0 +1,48 @@
+package ip2bin
+
+import (
+	"encoding/binary"
+	"math"
+	"net/netip"
+
+	"github.com/ip2location/ip2location-go/v9"
+)
+
+// directDB11 reports whether lookups can read rows directly (decodeDB11): a DB11 file held
+// in memory, the layout geoip convert writes and IP2Location's DB11 products have.
+func (d *DB) directDB11() bool {
+	return d.data != nil && d.hdr.dbType == 11 && d.hdr.columns == 8
+}
+
+// decodeDB11 reads a DB11 row's cells as ip2location-go's Get_all would fill them (country
+// pair, region, city, latitude, longitude, zip code, time zone), without its per-string
+// 256-byte reads, copies and the address's text round trip: the row is already found, in
+// memory. toRecord maps the result the same way for both paths.
+func (d *DB) decodeDB11(r row) ip2location.IP2Locationrecord {
+	c := r.cells
+	country := binary.LittleEndian.Uint32(c[0:])
+	return ip2location.IP2Locationrecord{
+		Country_short: readString(d.data, country),
+		Country_long:  readString(d.data, country+3),
+		Region:        readString(d.data, binary.LittleEndian.Uint32(c[4:])),
+		City:          readString(d.data, binary.LittleEndian.Uint32(c[8:])),
+		Latitude:      math.Float32frombits(binary.LittleEndian.Uint32(c[db11Lat:])),
+		Longitude:     math.Float32frombits(binary.LittleEndian.Uint32(c[db11Lon:])),
+		Zipcode:       readString(d.data, binary.LittleEndian.Uint32(c[20:])),
+		Timezone:      readString(d.data, binary.LittleEndian.Uint32(c[db11Zone:])),
+	}
+}
+
+// lookupRow answers addr from the row directly when it can, reporting ok false when the
+// caller must ask ip2location-go (other types, files read per lookup, 6to4 and Teredo
+// addresses, which the library answers from the IPv4 rows). The caller holds libMu.
+func (d *DB) lookupRow(addr netip.Addr) (ip2location.IP2Locationrecord, netip.Prefix, bool) {
+	if !d.directDB11() {
+		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
+	}
+	r := d.rowFor(addr)
+	if !r.valid || len(r.cells) < db11Zone+4 {
+		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
+	}
+	return d.decodeDB11(r), d.rowNetwork(addr, r), true
+}
