@@ -280,7 +280,7 @@ func checkExactlyOnce(t *testing.T, l *load, hist []sentText) {
 // 503 and store nothing claimed, sends resume without restarting the
 // replicas, and nothing acknowledged is lost or stored twice.
 func TestFaultRedisRestartUnderLoad(t *testing.T) {
-	srv := redistest.Start(t, "--appendonly", "yes")
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	reps := []*replica{startReplica(t, srv.URL()), startReplica(t, srv.URL())}
 	start := time.Now()
 	l := startLoad(reps, "faults", 4)

@@ -72,7 +72,7 @@ func TestTwoInstancesShareRedis(t *testing.T) {
 // TestRedisDown: with Redis gone every answer that would claim a change is
 // a 503, nothing is acknowledged, and the service recovers when it returns.
 func TestRedisDown(t *testing.T) {
-	rs := redistest.Start(t, "--appendonly", "yes") // the data survives the outage
+	rs := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always") // acknowledged data survives SIGKILL
 	s := newStack(t, engine{name: "redis", redis: rs}, stackOptions{})
 	_, tok := s.user(chat.RoleModerator)
 	s.send(tok, "", "before")
