@@ -28,6 +28,12 @@ trap 'rm -f "$log"; [ -n "${pgid:-}" ] && kill -KILL -- "-$pgid" 2>/dev/null; tr
 
 setsid make -s run GEOIP_PORT="$geoip_port" CHAT_PORT="$chat_port" >"$log" 2>&1 &
 pgid=$!
+# The background child runs setsid a moment after the fork: until then it is still in this
+# script's group, so wait for the new group rather than check once.
+for _ in $(seq 50); do
+	[ "$(ps -o pgid= -p "$pgid" | tr -d " ")" = "$pgid" ] && break
+	sleep 0.1
+done
 [ "$(ps -o pgid= -p "$pgid" | tr -d " ")" = "$pgid" ] || die "setsid did not give make run a process group of its own"
 
 deadline=$((SECONDS + 60))
