@@ -21,6 +21,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits bound filters, commands and channels; zero fields take the defaults.
 	Limits Limits
+	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
+	SendLimit SendLimit
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -34,8 +36,9 @@ type Service struct {
 	publicRead bool
 	log        *slog.Logger
 
-	limits  Limits
-	claimed claimedChannels
+	limits    Limits
+	sendLimit SendLimit
+	claimed   claimedChannels
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
@@ -50,7 +53,7 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, filters: map[string]*compiledFilter{}}
 }
 
 // Limits returns the limits in force.

@@ -20,10 +20,12 @@ type SendResult struct {
 	Reply   *Message `json:"reply,omitempty"`
 }
 
-// Send runs every rule on a message and stores it: permission, ban and
-// timeout, length, filters, slow mode, then storage, then commands. Errors:
+// Send runs every rule on a message and stores it: the send limit,
+// permission, ban and timeout, length, filters, slow mode, then storage,
+// then commands. Errors:
 // Unauthorized (the user no longer exists), Forbidden (with Until for a
-// timeout), Invalid, Blocked (Reason = filter kind), SlowMode (RetryAfter),
+// timeout), Invalid, Blocked (Reason = filter kind), SlowMode (RetryAfter;
+// Reason slow_mode, or send_limit for the per-user limit),
 // Unavailable. A nil error means the message is stored.
 func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResult, error) {
 	channel, err := NormalizeChannel(in.Channel)
@@ -39,10 +41,16 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: load sender: %w", err)
 	}
+	now := s.clock()
+	// The send limit counts every attempt, first: it bounds the work one
+	// user can cause (filters run on every message), and a flood of refused
+	// messages is still a flood.
+	if err := s.checkSendLimit(ctx, u, now); err != nil {
+		return SendResult{}, err
+	}
 	if err := s.require(u, ActionSendMessages); err != nil {
 		return SendResult{}, err
 	}
-	now := s.clock()
 	if err := s.checkModeration(u, now); err != nil {
 		return SendResult{}, err
 	}

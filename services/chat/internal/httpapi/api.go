@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apistack/platform/libs/apiserver"
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
@@ -63,32 +62,19 @@ func Description(publicRead bool) string {
 	return b.String()
 }
 
-// Options configure the API.
-type Options struct {
-	// Sender sends messages; default: svc with no per-user limit.
-	Sender *SendLimiter
-}
-
 // API holds what the handlers need.
 type API struct {
 	svc      *chat.Service
-	sender   *SendLimiter
 	messages prometheus.Counter // chat_messages_total{transport="http"}
 }
 
 // Register declares every endpoint on srv under /api/v1. Reading endpoints
 // are public while svc.PublicRead() is on, authenticated otherwise.
-func Register(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*API, error) {
+func Register(srv *apiserver.Server[chat.User], svc *chat.Service) (*API, error) {
 	if srv == nil || svc == nil {
 		return nil, errors.New("httpapi: server and service are required")
 	}
-	a := &API{svc: svc, sender: opts.Sender}
-	if a.sender == nil {
-		var err error
-		if a.sender, err = NewSendLimiter(svc, ratelimit.Limit{}, nil, nil); err != nil {
-			return nil, fmt.Errorf("httpapi: %w", err)
-		}
-	}
+	a := &API{svc: svc}
 	messages, err := messagesCounter(srv.Registry())
 	if err != nil {
 		return nil, err
@@ -123,9 +109,6 @@ func messagesCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
 	}
 	return c, nil
 }
-
-// Sender is the send path the API uses (share it with live delivery).
-func (a *API) Sender() *SendLimiter { return a.sender }
 
 // Documented answers shared by many endpoints.
 const (

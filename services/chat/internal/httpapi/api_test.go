@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
-
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 )
@@ -604,7 +602,7 @@ func testSlowMode(t *testing.T, e engine) {
 }
 
 func testSendLimit(t *testing.T, e engine) {
-	s := newStack(t, e, stackOptions{sendLimit: ratelimit.Limit{Max: 2, Window: time.Hour}})
+	s := newStack(t, e, stackOptions{sendLimit: chat.SendLimit{Max: 2, Window: time.Hour}})
 	_, viewer := s.user(chat.RoleViewer)
 	_, mod := s.user(chat.RoleModerator)
 	s.send(viewer, "", "1")

@@ -531,7 +531,7 @@ func (c *conn) run(f clientFrame) any {
 		return errorFor(f.ID, &chat.Error{Kind: chat.KindUnauthorized,
 			Message: "sending needs a token: send an auth frame or connect with an Authorization header"})
 	}
-	res, err := c.hub.sender.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
+	res, err := c.hub.svc.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
 	if err != nil {
 		e := errorFor(f.ID, err)
 		c.hub.metrics.sendErrors.WithLabelValues(e.Code).Inc()

@@ -1,5 +1,6 @@
 // Package realtime is the chat's live delivery: the WebSocket endpoint
-// GET /api/v1/ws, history recovery, presence, and the embedded browser client.
+// GET /api/v1/ws, history recovery and presence (the browser client that
+// speaks it is package web).
 //
 // # How events reach a replica
 //

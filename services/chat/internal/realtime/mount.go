@@ -3,7 +3,6 @@ package realtime
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
-	"github.com/apistack/platform/services/chat/web"
 )
 
 // WSPath is the WebSocket endpoint.
@@ -28,8 +26,8 @@ type wsInput struct {
 }
 
 // Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
-// the protocol) and the browser client at / on srv. The hub closes its
-// connections with 1001 when srv stops. With a Redis client on srv
+// the protocol) on srv; the browser client is mounted apart (web.Mount).
+// The hub closes its connections with 1001 when srv stops. With a Redis client on srv
 // (REDIS_URL) and no Presence in opts, presence is counted in Redis.
 func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
 	if srv == nil {
@@ -76,7 +74,6 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
 		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientIP(c.Request))
 	})
-	mountWeb(srv.Instance())
 	return h, nil
 }
 
@@ -179,26 +176,4 @@ func (oc originCheck) allowed(r *http.Request) bool {
 	}
 	u, err := url.Parse(origin)
 	return err == nil && strings.EqualFold(u.Host, r.Host)
-}
-
-// mountWeb serves the browser client: / and its assets, all with relative
-// links so the page works under a proxy's path prefix (/chat/).
-func mountWeb(e *gin.Engine) {
-	serve := func(name, contentType string) gin.HandlerFunc {
-		b, err := fs.ReadFile(web.FS, name)
-		if err != nil {
-			panic("realtime: embedded web client lacks " + name)
-		}
-		return func(c *gin.Context) {
-			c.Header("Cache-Control", "no-cache")
-			c.Header("X-Content-Type-Options", "nosniff")
-			if name == "index.html" {
-				c.Header("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'")
-			}
-			c.Data(http.StatusOK, contentType, b)
-		}
-	}
-	e.GET("/", serve("index.html", "text/html; charset=utf-8"))
-	e.GET("/app.js", serve("app.js", "text/javascript; charset=utf-8"))
-	e.GET("/style.css", serve("style.css", "text/css; charset=utf-8"))
 }
