@@ -4,19 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
-// Authenticate returns the user owning a bearer token.
+// AuthTimeout bounds a token check, so a hung store costs a request or a
+// WebSocket handshake a bounded wait and then an unavailable error (503),
+// not the client's whole timeout. Every transport checks tokens here, so
+// they all wait the same.
+const AuthTimeout = 2 * time.Second
+
+// Authenticate returns the user owning a bearer token. A missing or unknown
+// token (a deleted user's too: its token goes with it) is Unauthorized; a
+// store that cannot answer within AuthTimeout is Unavailable.
 func (s *Service) Authenticate(ctx context.Context, token string) (User, error) {
 	if token == "" {
 		return User{}, &Error{Kind: KindUnauthorized, Message: "missing bearer token"}
 	}
+	ctx, cancel := context.WithTimeout(ctx, AuthTimeout)
+	defer cancel()
 	u, err := s.store.UserByTokenHash(ctx, HashToken(token))
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return User{}, &Error{Kind: KindUnauthorized, Message: "unknown bearer token"}
-	}
-	if err != nil {
+	case KindOf(err) == KindUnavailable:
 		return User{}, fmt.Errorf("authenticate: %w", err)
+	case err != nil:
+		// Whatever kept the store from answering (a deadline), the token
+		// was not checked: never guess either way.
+		return User{}, Unavailable("authenticate", err)
 	}
 	return u, nil
 }

@@ -55,7 +55,8 @@ func Description(publicRead bool) string {
 	b.WriteString("the broadcaster creates users (`POST /users`), whose token is shown once. ")
 	b.WriteString(reading + "\n\n")
 	b.WriteString("**Errors** use one body: `{\"statusCode\", \"error\", \"message\"}` plus `details` (400, 422), ")
-	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban) and `retry_after_seconds` with a `Retry-After` header (429). ")
+	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban), `limit` (409 when a limit is reached) and `retry_after_seconds` with a `Retry-After` header (429, 503). ")
+	b.WriteString("An unknown token (a deleted user's too) is 401. WebSocket error frames carry the same status, reason and fields. ")
 	b.WriteString("A 503 means the store could not be reached and nothing was changed: a 201 always means stored.\n\n")
 	b.WriteString("**Permissions**\n\n")
 	b.WriteString(chat.PermissionsMarkdown())
@@ -113,8 +114,8 @@ func messagesCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
 // Documented answers shared by many endpoints.
 const (
 	docBadRequest   = "Invalid input; details name every field"
-	docUnauthorized = "No bearer token, or a malformed Authorization header"
-	docForbidden    = "Invalid token, or the caller's role may not do this (see the permission table)"
+	docUnauthorized = "No bearer token, a malformed Authorization header, or an unknown token (a deleted user's too)"
+	docForbidden    = "The caller's role may not do this (see the permission table)"
 	docUnavailable  = "The store could not be reached; nothing was changed"
 	docNotFound     = "No such resource"
 )

@@ -62,7 +62,7 @@ type replicaConfig struct {
 	cors       string
 	opts       realtime.Options
 	register   func(*apiserver.Server[chat.User], *chat.Service) // more routes: the REST API, the page
-	env        map[string]string // extra server environment (TRUSTED_PROXIES...)
+	env        map[string]string                                 // extra server environment (TRUSTED_PROXIES...)
 }
 
 var prefixN atomic.Int64

@@ -149,8 +149,8 @@ func TestAuthorizationHeaderAuthenticates(t *testing.T) {
 		t.Fatalf("send = %+v", e)
 	}
 	_, resp, err := tryDial(t, r.base, "channel=general", bearer("chat_unknown"))
-	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("unknown token: err %v resp %v", err, resp)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+		t.Fatalf("unknown token: err %v resp %v, want 401 as over REST", err, resp)
 	}
 }
 
