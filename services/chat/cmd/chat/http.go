@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
@@ -15,6 +14,7 @@ import (
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
 	"github.com/apistack/platform/services/chat/internal/redisstore"
+	"github.com/apistack/platform/services/chat/web"
 )
 
 // newHTTPServer builds the API server from the environment (PORT, HOST,
@@ -60,34 +60,18 @@ func openStore(ctx context.Context, cfg config.Config, srv *apiserver.Server[cha
 // serveHTTP declares the API (and live delivery) on the app's server and
 // serves until ctx ends or SIGINT/SIGTERM, draining in-flight requests.
 func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error {
-	limit, err := httpapi.ParseSendLimit(getenv("CHAT_SEND_LIMIT"))
-	if err != nil {
-		return err
-	}
-	sender, err := httpapi.NewSendLimiter(app.Service, limit, app.HTTP.Redis(), app.Log)
-	if err != nil {
-		return err
-	}
-	if _, err := httpapi.Register(app.HTTP, app.Service, httpapi.Options{Sender: sender}); err != nil {
+	if _, err := httpapi.Register(app.HTTP, app.Service); err != nil {
 		return err
 	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
-	// Live delivery sends through the same sender, so the socket and POST
-	// /messages/send share one per-user limit.
 	limits, err := realtime.LimitsFromEnv(getenv)
 	if err != nil {
 		return err
 	}
-	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Sender: sender, Logger: app.Log, Limits: &limits}); err != nil {
+	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Logger: app.Log, Limits: &limits}); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
-	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", limitText(limit))
+	web.Mount(app.HTTP.Instance())
+	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", app.Config.SendLimit.String())
 	return app.HTTP.Run(ctx)
-}
-
-func limitText(l ratelimit.Limit) string {
-	if l.Max == 0 {
-		return "off"
-	}
-	return l.String()
 }

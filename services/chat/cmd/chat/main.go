@@ -99,7 +99,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*Ap
 		_ = srv.Stop(context.Background())
 		return nil, err
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log, Limits: cfg.Limits})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log, Limits: cfg.Limits, SendLimit: cfg.SendLimit})
 	auth.Service = svc
 	admin, err := svc.Bootstrap(ctx, cfg.AdminToken)
 	if err != nil {

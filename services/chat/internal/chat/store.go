@@ -72,6 +72,12 @@ type Store interface {
 	// closes every gate until now+gate.For and returns 0. Cooldowns and slow
 	// mode use it; "now" comes from the Service clock so tests need no sleep.
 	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
+	// CountSend counts one message of user against l with GCRA (l.Max at
+	// once, then l.Max per l.Window) and returns 0 when it may go, or how
+	// long to wait; a refused message counts nothing. Every Service on one
+	// backend counts a user together. now is the Service clock; an engine
+	// whose backend has its own clock shared by replicas (Redis) uses that.
+	CountSend(ctx context.Context, user string, l SendLimit, now time.Time) (time.Duration, error)
 
 	// Ping checks that the backend answers (readiness).
 	Ping(ctx context.Context) error

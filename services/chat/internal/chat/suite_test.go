@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,10 +88,17 @@ func newEnv(t *testing.T, e engine, history int, publicRead bool) *env {
 
 func newEnvLimits(t *testing.T, e engine, history int, publicRead bool, limits chat.Limits) *env {
 	t.Helper()
+	return newEnvOptions(t, e, history, chat.Options{PublicRead: publicRead, Limits: limits})
+}
+
+// newEnvOptions is newEnv with the service options spelled out (Now is
+// the env's clock).
+func newEnvOptions(t *testing.T, e engine, history int, opts chat.Options) *env {
+	t.Helper()
 	store, again := e.open(t, history)
 	c := newClock()
 	en := &env{t: t, store: store, clock: c, ctx: context.Background(), users: map[chat.Role]chat.User{}}
-	opts := chat.Options{Now: c.Now, PublicRead: publicRead, Limits: limits}
+	opts.Now = c.Now
 	en.svc = chat.NewService(store, opts)
 	if again != nil {
 		en.second = func() *chat.Service { return chat.NewService(again(), opts) }
@@ -168,6 +176,7 @@ func runSuite(t *testing.T, e engine) {
 		{"DeleteLeavesTombstone", testDelete},
 		{"TimeoutAndBan", testModeration},
 		{"SlowMode", testSlowMode},
+		{"SendLimit", testSendLimit},
 		{"Filters", testFilters},
 		{"Limits", testLimits},
 		{"LimitsHoldUnderConcurrentCreates", testLimitsConcurrent},
@@ -529,6 +538,75 @@ func testSlowMode(t *testing.T, e engine) {
 	// Other channels keep their defaults.
 	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "other")); c.SlowModeSeconds != 0 {
 		t.Fatalf("other = %+v", c)
+	}
+}
+
+// testSendLimit: the per-user limit (CHAT_SEND_LIMIT) lets Max messages
+// through at once, then refuses with slow_mode/send_limit and the wait;
+// refused messages count nothing; each user counts alone, the broadcaster
+// never; replicas on one Redis count together.
+func testSendLimit(t *testing.T, e engine) {
+	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, SendLimit: chat.SendLimit{Max: 3, Window: time.Minute}})
+	v, mod := en.users[chat.RoleViewer], en.users[chat.RoleModerator]
+	for i := range 3 {
+		en.send(v, fmt.Sprint("m", i))
+	}
+	for range 2 { // a refused message counts nothing: the wait does not grow
+		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "too many"})
+		ferr := wantKind(t, err, chat.KindSlowMode)
+		if ferr.Reason != chat.ReasonSendLimit || ferr.RetryAfter <= 0 || ferr.RetryAfter > 20*time.Second {
+			t.Fatalf("over the limit: %+v", ferr)
+		}
+		if !strings.Contains(ferr.Message, "at most 3 per 1m0s") {
+			t.Fatalf("message %q", ferr.Message)
+		}
+	}
+	// Each user has a limit of its own, moderators included...
+	for range 3 {
+		en.send(mod, "mod")
+	}
+	_, err := en.svc.Send(en.ctx, mod, chat.SendInput{Message: "mod"})
+	wantKind(t, err, chat.KindSlowMode)
+	// ...but the broadcaster has none.
+	for range 5 {
+		en.send(en.users[chat.RoleBroadcaster], "broadcast")
+	}
+	if en.second != nil {
+		// Redis counts on its own clock: another replica sees the same count.
+		_, err := en.second().Send(en.ctx, v, chat.SendInput{Message: "elsewhere"})
+		if f := wantKind(t, err, chat.KindSlowMode); f.Reason != chat.ReasonSendLimit {
+			t.Fatalf("second replica: %+v", f)
+		}
+		return
+	}
+	// One message comes back every Window/Max.
+	en.clock.Advance(20 * time.Second)
+	en.send(v, "after the wait")
+	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "again"})
+	wantKind(t, err, chat.KindSlowMode)
+}
+
+// countFails is a store whose send counter cannot be reached.
+type countFails struct{ chat.Store }
+
+func (countFails) CountSend(context.Context, string, chat.SendLimit, time.Time) (time.Duration, error) {
+	return 0, chat.Unavailable("count send", errors.New("counter down"))
+}
+
+// TestSendLimitFailsOpen: when the counter cannot be reached the message
+// goes through (and is stored): the limit must not become an outage.
+func TestSendLimitFailsOpen(t *testing.T) {
+	store := countFails{memory.New(100)}
+	svc := chat.NewService(store, chat.Options{SendLimit: chat.SendLimit{Max: 1, Window: time.Hour}, Logger: slog.New(slog.DiscardHandler)})
+	admin := must[chat.User](t)(svc.Bootstrap(context.Background(), "admin-token-0123456789"))
+	v, _, err := svc.CreateUser(context.Background(), admin, chat.CreateUserInput{Name: "viewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := svc.Send(context.Background(), v, chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
 	}
 }
 

@@ -4,10 +4,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
@@ -32,6 +35,8 @@ type Config struct {
 	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS
 	// and CHAT_MAX_CHANNELS.
 	Limits chat.Limits
+	// SendLimit is CHAT_SEND_LIMIT, the per-user message rate (zero: off).
+	SendLimit chat.SendLimit
 }
 
 // Production reports whether NODE_ENV/APP_ENV say production.
@@ -61,6 +66,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("cors_origin", c.CORSOrigin),
 		slog.Int("max_filters", c.Limits.Filters), slog.Int("max_regex_filters", c.Limits.RegexFilters),
 		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
+		slog.String("send_limit", c.SendLimit.String()),
 	)
 }
 
@@ -68,7 +74,7 @@ func (c Config) LogValue() slog.Value {
 // in tests).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{Host: "127.0.0.1", Port: 3000, Env: "development", History: chat.DefaultHistory, PublicRead: true, CORSOrigin: "*",
-		Limits: chat.Limits{}.WithDefaults()}
+		Limits: chat.Limits{}.WithDefaults(), SendLimit: chat.DefaultSendLimit}
 	var errs []string
 	bad := func(name, value, want string) { errs = append(errs, fmt.Sprintf("%s=%q: %s", name, value, want)) }
 
@@ -126,6 +132,13 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Limits.RegexFilters > c.Limits.Filters {
 		c.Limits.RegexFilters = c.Limits.Filters
 	}
+	if v := getenv("CHAT_SEND_LIMIT"); v != "" {
+		l, err := ParseSendLimit(v)
+		if err != nil {
+			bad("CHAT_SEND_LIMIT", v, err.Error())
+		}
+		c.SendLimit = l
+	}
 	if v := getenv("CHAT_PUBLIC_READ"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -153,4 +166,34 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(errs, "; "))
 	}
 	return c, nil
+}
+
+// ParseSendLimit reads CHAT_SEND_LIMIT: "<max>/<window>" like "20/30s" or
+// "100/1m", or "off" (also "0" and "false") for no limit, which is the zero
+// SendLimit; empty is the default, 20/30s.
+func ParseSendLimit(s string) (chat.SendLimit, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "":
+		return chat.DefaultSendLimit, nil
+	case "off", "0", "false":
+		return chat.SendLimit{}, nil
+	}
+	maxText, windowText, ok := strings.Cut(s, "/")
+	if !ok {
+		return chat.SendLimit{}, errors.New("want <max>/<window> like 20/30s, or off")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(maxText))
+	if err != nil || n < 1 {
+		return chat.SendLimit{}, errors.New("the max must be a positive integer")
+	}
+	w, err := ratelimit.ParseWindow(strings.TrimSpace(windowText))
+	if err != nil {
+		return chat.SendLimit{}, errors.New("the window must be a number and a unit (ms, s, m, h, d)")
+	}
+	l := chat.SendLimit{Max: n, Window: w}
+	if err := l.Validate(); err != nil {
+		return chat.SendLimit{}, err
+	}
+	return l, nil
 }

@@ -76,3 +76,36 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("limits %+v", c.Limits)
 	}
 }
+
+func TestParseSendLimit(t *testing.T) {
+	for in, want := range map[string]string{"": "20 req/30s", "20/30s": "20 req/30s", "100/1m": "100 req/1m0s", " 5 / 1h ": "5 req/1h0m0s"} {
+		l, err := ParseSendLimit(in)
+		if err != nil || l.String() != want {
+			t.Errorf("%q: %v %v, want %s", in, l, err, want)
+		}
+	}
+	for _, off := range []string{"off", "OFF", "0", "false"} {
+		if l, err := ParseSendLimit(off); err != nil || l.Max != 0 {
+			t.Errorf("%q: %v %v", off, l, err)
+		}
+	}
+	for _, bad := range []string{"20", "x/30s", "0/30s", "-1/30s", "20/", "20/30", "20/xs"} {
+		if _, err := ParseSendLimit(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestSendLimitIsReadOnce(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil || c.SendLimit != chat.DefaultSendLimit {
+		t.Fatalf("default: %v %v", c.SendLimit, err)
+	}
+	c, err = Load(envOf(map[string]string{"CHAT_SEND_LIMIT": "off"}))
+	if err != nil || !c.SendLimit.Off() {
+		t.Fatalf("off: %v %v", c.SendLimit, err)
+	}
+	if _, err := Load(envOf(map[string]string{"CHAT_SEND_LIMIT": "lots"})); err == nil || !strings.Contains(err.Error(), "CHAT_SEND_LIMIT") {
+		t.Fatalf("lots: %v", err)
+	}
+}

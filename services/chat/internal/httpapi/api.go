@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apistack/platform/libs/apiserver"
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
@@ -56,39 +55,27 @@ func Description(publicRead bool) string {
 	b.WriteString("the broadcaster creates users (`POST /users`), whose token is shown once. ")
 	b.WriteString(reading + "\n\n")
 	b.WriteString("**Errors** use one body: `{\"statusCode\", \"error\", \"message\"}` plus `details` (400, 422), ")
-	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban) and `retry_after_seconds` with a `Retry-After` header (429). ")
+	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban), `limit` (409 when a limit is reached) and `retry_after_seconds` with a `Retry-After` header (429, 503). ")
+	b.WriteString("An unknown token (a deleted user's too) is 401. WebSocket error frames carry the same status, reason and fields. ")
 	b.WriteString("A 503 means the store could not be reached and nothing was changed: a 201 always means stored.\n\n")
 	b.WriteString("**Permissions**\n\n")
 	b.WriteString(chat.PermissionsMarkdown())
 	return b.String()
 }
 
-// Options configure the API.
-type Options struct {
-	// Sender sends messages; default: svc with no per-user limit.
-	Sender *SendLimiter
-}
-
 // API holds what the handlers need.
 type API struct {
 	svc      *chat.Service
-	sender   *SendLimiter
 	messages prometheus.Counter // chat_messages_total{transport="http"}
 }
 
 // Register declares every endpoint on srv under /api/v1. Reading endpoints
 // are public while svc.PublicRead() is on, authenticated otherwise.
-func Register(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*API, error) {
+func Register(srv *apiserver.Server[chat.User], svc *chat.Service) (*API, error) {
 	if srv == nil || svc == nil {
 		return nil, errors.New("httpapi: server and service are required")
 	}
-	a := &API{svc: svc, sender: opts.Sender}
-	if a.sender == nil {
-		var err error
-		if a.sender, err = NewSendLimiter(svc, ratelimit.Limit{}, nil, nil); err != nil {
-			return nil, fmt.Errorf("httpapi: %w", err)
-		}
-	}
+	a := &API{svc: svc}
 	messages, err := messagesCounter(srv.Registry())
 	if err != nil {
 		return nil, err
@@ -124,14 +111,11 @@ func messagesCounter(reg prometheus.Registerer) (prometheus.Counter, error) {
 	return c, nil
 }
 
-// Sender is the send path the API uses (share it with live delivery).
-func (a *API) Sender() *SendLimiter { return a.sender }
-
 // Documented answers shared by many endpoints.
 const (
 	docBadRequest   = "Invalid input; details name every field"
-	docUnauthorized = "No bearer token, or a malformed Authorization header"
-	docForbidden    = "Invalid token, or the caller's role may not do this (see the permission table)"
+	docUnauthorized = "No bearer token, a malformed Authorization header, or an unknown token (a deleted user's too)"
+	docForbidden    = "The caller's role may not do this (see the permission table)"
 	docUnavailable  = "The store could not be reached; nothing was changed"
 	docNotFound     = "No such resource"
 )

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
-
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 )
@@ -139,7 +137,12 @@ func testAuth(t *testing.T, e engine) {
 	if r.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Fatalf("401 without WWW-Authenticate: %v", r.Header)
 	}
-	errorBody(t, s.call("POST", "/api/v1/messages/send", "chat_not-a-token", body), 403)
+	// An unknown token (a deleted user's too) is 401, as on the WebSocket.
+	r = s.call("POST", "/api/v1/messages/send", "chat_not-a-token", body)
+	errorBody(t, r, 401)
+	if r.Header.Get("WWW-Authenticate") != "Bearer" {
+		t.Fatalf("401 without WWW-Authenticate: %v", r.Header)
+	}
 
 	req, _ := http.NewRequest("GET", s.URL+"/api/v1/users/me", nil)
 	req.Header.Set("Authorization", "Basic abc")
@@ -193,7 +196,7 @@ func testPrivateRead(t *testing.T, e engine) {
 	}
 	s.must(200, "GET", "/api/v1/commands", tok, nil, nil)
 	s.must(200, "GET", "/api/v1/channels/general", tok, nil, nil)
-	errorBody(t, s.call("GET", "/api/v1/messages", "chat_wrong", nil), 403)
+	errorBody(t, s.call("GET", "/api/v1/messages", "chat_wrong", nil), 401)
 }
 
 func testDelete(t *testing.T, e engine) {
@@ -424,9 +427,9 @@ func testUsers(t *testing.T, e engine) {
 	errorBody(t, s.call("PATCH", "/api/v1/users/"+v.ID, adminToken, map[string]any{}), 400)
 	errorBody(t, s.call("PATCH", "/api/v1/users/u_nobody", adminToken, map[string]any{"role": "vip"}), 404)
 
-	// Deleting revokes the token.
+	// Deleting revokes the token: it is unknown now (401).
 	s.must(204, "DELETE", "/api/v1/users/"+u.ID, adminToken, nil, nil)
-	errorBody(t, s.call("GET", "/api/v1/users/me", u.Token, nil), 403)
+	errorBody(t, s.call("GET", "/api/v1/users/me", u.Token, nil), 401)
 	errorBody(t, s.call("DELETE", "/api/v1/users/"+u.ID, adminToken, nil), 404)
 	// Nobody deletes the broadcaster.
 	var admin httpapi.User
@@ -604,7 +607,7 @@ func testSlowMode(t *testing.T, e engine) {
 }
 
 func testSendLimit(t *testing.T, e engine) {
-	s := newStack(t, e, stackOptions{sendLimit: ratelimit.Limit{Max: 2, Window: time.Hour}})
+	s := newStack(t, e, stackOptions{sendLimit: chat.SendLimit{Max: 2, Window: time.Hour}})
 	_, viewer := s.user(chat.RoleViewer)
 	_, mod := s.user(chat.RoleModerator)
 	s.send(viewer, "", "1")

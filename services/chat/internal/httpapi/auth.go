@@ -1,19 +1,12 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
-
-// authTimeout bounds the token lookup, so a hung store costs a request a
-// bounded wait and then a 503, not the client's whole timeout.
-const authTimeout = 2 * time.Second
 
 // Authenticator maps bearer tokens to users through the chat service. It
 // exists before the service does: the server is built first (its Redis
@@ -23,24 +16,18 @@ type Authenticator struct {
 	Service *chat.Service
 }
 
-// Validate is the server's TokenValidator. An unknown token is refused
-// (403); a store that cannot be asked answers 503.
+// Validate is the server's TokenValidator. Its answers are the domain's,
+// mapped by StatusError as the WebSocket maps them: an unknown token
+// (a deleted user's too) is 401, a store that cannot be asked 503.
 func (a *Authenticator) Validate(token string, r *http.Request) apiserver.AuthResult[chat.User] {
 	if a.Service == nil {
 		return apiserver.AuthResult[chat.User]{Err: StatusError(errUnavailable, inBody)} // not wired yet
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)
-	defer cancel()
-	u, err := a.Service.Authenticate(ctx, token)
-	switch {
-	case err == nil:
-		return apiserver.AuthResult[chat.User]{Valid: true, Context: u}
-	case errors.Is(err, chat.ErrUnauthorized):
-		return apiserver.AuthResult[chat.User]{Valid: false, Error: "Invalid token"}
-	default:
-		// The token could not be checked: answer 503 rather than guess.
-		return apiserver.AuthResult[chat.User]{Err: StatusError(errUnavailable, inBody)}
+	u, err := a.Service.Authenticate(r.Context(), token)
+	if err != nil {
+		return apiserver.AuthResult[chat.User]{Err: StatusError(err, inBody)}
 	}
+	return apiserver.AuthResult[chat.User]{Valid: true, Context: u}
 }
 
 // Actor returns the authenticated user of a request on an authenticated

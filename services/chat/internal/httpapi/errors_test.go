@@ -79,22 +79,3 @@ func TestStatusErrorMapsEveryKind(t *testing.T) {
 		t.Fatal("nil must stay nil")
 	}
 }
-
-func TestParseSendLimit(t *testing.T) {
-	for in, want := range map[string]string{"": "20 req/30s", "20/30s": "20 req/30s", "100/1m": "100 req/1m0s", " 5 / 1h ": "5 req/1h0m0s"} {
-		l, err := ParseSendLimit(in)
-		if err != nil || l.String() != want {
-			t.Errorf("%q: %v %v, want %s", in, l, err, want)
-		}
-	}
-	for _, off := range []string{"off", "OFF", "0", "false"} {
-		if l, err := ParseSendLimit(off); err != nil || l.Max != 0 {
-			t.Errorf("%q: %v %v", off, l, err)
-		}
-	}
-	for _, bad := range []string{"20", "x/30s", "0/30s", "-1/30s", "20/", "20/30", "20/xs"} {
-		if _, err := ParseSendLimit(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}

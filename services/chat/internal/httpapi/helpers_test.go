@@ -17,7 +17,6 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
@@ -59,7 +58,7 @@ func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 
 type stackOptions struct {
 	privateRead bool
-	sendLimit   ratelimit.Limit
+	sendLimit   chat.SendLimit
 	prefix      string // Redis key prefix; empty for a fresh one
 	clock       *clock
 }
@@ -108,16 +107,12 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	} else {
 		store = memory.New(chat.DefaultHistory)
 	}
-	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger()})
+	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger(), SendLimit: o.sendLimit})
 	auth.Service = svc
 	if _, err := svc.Bootstrap(context.Background(), adminToken); err != nil {
 		t.Fatal(err)
 	}
-	sender, err := httpapi.NewSendLimiter(svc, o.sendLimit, srv.Redis(), quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := httpapi.Register(srv, svc, httpapi.Options{Sender: sender}); err != nil {
+	if _, err := httpapi.Register(srv, svc); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())

@@ -91,7 +91,7 @@ func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (SentMessage,
 	if err != nil {
 		return SentMessage{}, err
 	}
-	res, err := a.sender.Send(c.Request.Context(), actor, chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
+	res, err := a.svc.Send(c.Request.Context(), actor, chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
 	if err != nil {
 		return SentMessage{}, StatusError(err, inBody)
 	}

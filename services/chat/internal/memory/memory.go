@@ -49,6 +49,9 @@ type Store struct {
 	filters  map[string]chat.Filter
 	filterN  int64
 	gates    map[string]time.Time
+	// sends is each user's GCRA theoretical arrival time (CountSend): once
+	// it is past, the user has a full burst again.
+	sends map[string]time.Time
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -71,6 +74,7 @@ func New(history int) *Store {
 		triggers: map[string]string{},
 		filters:  map[string]chat.Filter{},
 		gates:    map[string]time.Time{},
+		sends:    map[string]time.Time{},
 		born:     make(chan struct{}),
 		feeds:    map[*memFeed]struct{}{},
 	}
@@ -410,6 +414,7 @@ func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error
 	delete(s.users, id)
 	delete(s.names, strings.ToLower(u.Name))
 	delete(s.tokens, u.TokenHash)
+	delete(s.sends, id)
 	s.revoke(feed.Notice{Revoke: feed.Deleted, User: id})
 	return nil
 }
@@ -564,6 +569,37 @@ func (s *Store) DeleteFilter(_ context.Context, id string) error {
 	}
 	delete(s.filters, id)
 	return nil
+}
+
+// CountSend implements chat.Store with GCRA, as redis_rate computes it
+// in Redis: each message moves the user's arrival time on by
+// Window/Max; a message may go while that time is at most Window ahead.
+func (s *Store) CountSend(_ context.Context, user string, l chat.SendLimit, now time.Time) (time.Duration, error) {
+	if err := l.Validate(); err != nil || l.Off() {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tat := s.sends[user]
+	if tat.Before(now) {
+		tat = now
+	}
+	emission := l.Window / time.Duration(l.Max)
+	next := tat.Add(emission)
+	if wait := next.Sub(now) - emission*time.Duration(l.Max); wait > 0 {
+		return wait, nil
+	}
+	s.sends[user] = next
+	// Forget users with a full burst now and then; the map holds at most
+	// one entry per user anyway.
+	if len(s.sends) > 10000 {
+		for k, t := range s.sends {
+			if !t.After(now) {
+				delete(s.sends, k)
+			}
+		}
+	}
+	return 0, nil
 }
 
 // Acquire implements chat.Store.

@@ -14,17 +14,17 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/web"
 )
 
-// withAPI registers the REST API too, as cmd/chat does, so the page can
-// load history, and shares its send path with the sockets.
-func withAPI(t *testing.T) func(*apiserver.Server[chat.User], *chat.Service) realtime.Sender {
-	return func(srv *apiserver.Server[chat.User], svc *chat.Service) realtime.Sender {
-		api, err := httpapi.Register(srv, svc, httpapi.Options{})
-		if err != nil {
+// withAPI registers the REST API and the browser client, as cmd/chat
+// does, so the page can be loaded and load history.
+func withAPI(t *testing.T) func(*apiserver.Server[chat.User], *chat.Service) {
+	return func(srv *apiserver.Server[chat.User], svc *chat.Service) {
+		if _, err := httpapi.Register(srv, svc); err != nil {
 			t.Fatal(err)
 		}
-		return api.Sender()
+		web.Mount(srv.Instance())
 	}
 }
 

@@ -470,8 +470,7 @@ func (c *conn) handle(line []byte) {
 	case typeAuth, typeSend:
 		if !c.allow() {
 			c.hub.metrics.sendErrors.WithLabelValues(codeRateLimited).Inc()
-			c.pushControl(controlFrame(errorFrame{Type: typeError, ID: f.ID, Code: codeRateLimited, Status: 429, RetryAfter: 1,
-				Message: fmt.Sprintf("too many frames on this connection: at most %g per second", c.hub.opts.SendRate)}))
+			c.pushControl(controlFrame(rateLimited(f.ID, fmt.Sprintf("too many frames on this connection: at most %g per second", c.hub.opts.SendRate))))
 			return
 		}
 		if c.jobs == nil {
@@ -481,8 +480,7 @@ func (c *conn) handle(line []byte) {
 		select {
 		case c.jobs <- f:
 		default:
-			c.pushControl(controlFrame(errorFrame{Type: typeError, ID: f.ID, Code: codeRateLimited, Status: 429, RetryAfter: 1,
-				Message: "too many requests in flight on this connection"}))
+			c.pushControl(controlFrame(rateLimited(f.ID, "too many requests in flight on this connection")))
 		}
 	default:
 		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, send or ping)", f.Type))))
@@ -531,7 +529,7 @@ func (c *conn) run(f clientFrame) any {
 		return errorFor(f.ID, &chat.Error{Kind: chat.KindUnauthorized,
 			Message: "sending needs a token: send an auth frame or connect with an Authorization header"})
 	}
-	res, err := c.hub.sender.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
+	res, err := c.hub.svc.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
 	if err != nil {
 		e := errorFor(f.ID, err)
 		c.hub.metrics.sendErrors.WithLabelValues(e.Code).Inc()

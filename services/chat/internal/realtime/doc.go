@@ -1,5 +1,6 @@
 // Package realtime is the chat's live delivery: the WebSocket endpoint
-// GET /api/v1/ws, history recovery, presence, and the embedded browser client.
+// GET /api/v1/ws, history recovery and presence (the browser client that
+// speaks it is package web).
 //
 // # How events reach a replica
 //
@@ -63,7 +64,8 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"Frames are JSON text; one frame may carry several objects, **one per line** (`\\n`-separated).\n\n" +
 	"**Reading** is anonymous while `CHAT_PUBLIC_READ=true`. Otherwise authenticate with an `Authorization: Bearer <token>` " +
 	"header, or (browsers cannot set headers) send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
-	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade.\n\n" +
+	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade. " +
+	"A malformed `Authorization` header or an unknown token is 401 (as over REST), a store that cannot check the token 503.\n\n" +
 	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_ip` past " +
 	"`CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 `reason: too_many_channels_per_ip` for a socket " +
 	"on a new channel past `CHAT_WS_MAX_CHANNELS_PER_IP` distinct channels from one address (default 20), 503 " +
@@ -77,7 +79,7 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"| `presence` | `channel`, `count`: connections in the channel over all replicas (after hello, then on change) |\n" +
 	"| `ack` | `id` (the client's), and `message` + `reply` (the bot's, if any) for a send, or `user` for an auth |\n" +
 	"| `pong` | `id` |\n" +
-	"| `error` | `id`, `code`, `status` (what `POST /messages/send` would answer), `message`, and `reason`, `retry_after_seconds`, `until`, `details` when they apply. Codes: the domain's (`invalid`, `unauthorized`, `forbidden`, `blocked`, `slow_mode`, `unavailable` = 503, nothing stored, ...), `bad_request`, `rate_limited` (per-connection limit), `internal` |\n\n" +
+	"| `error` | `id`, `code`, `status` (what `POST /messages/send` would answer), `message`, and `reason`, `retry_after_seconds`, `until`, `limit`, `details` (fields named as over REST: `body.message`) when they apply. Codes: the domain's (`invalid`, `unauthorized`, `forbidden`, `blocked`, `slow_mode`, `unavailable` = 503, nothing stored, ...), `bad_request`, `rate_limited` (per-connection limit), `internal` |\n\n" +
 	"`cursor` orders a channel's events: `\"42\"` is message 42, `\"42-1\"` the first event (deletion, timeout, ban) after it. " +
 	"Remember the last `cursor` seen and reconnect with `since=<cursor>` (a message id also works).\n\n" +
 	"**Client to server**: `{\"type\":\"auth\",\"token\":\"...\",\"id\":1}`, `{\"type\":\"send\",\"message\":\"hi\",\"id\":2}` " +

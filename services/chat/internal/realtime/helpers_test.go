@@ -61,8 +61,8 @@ type replicaConfig struct {
 	publicRead bool
 	cors       string
 	opts       realtime.Options
-	register   func(*apiserver.Server[chat.User], *chat.Service) realtime.Sender
-	env        map[string]string // extra server environment (TRUSTED_PROXIES...)
+	register   func(*apiserver.Server[chat.User], *chat.Service) // more routes: the REST API, the page
+	env        map[string]string                                 // extra server environment (TRUSTED_PROXIES...)
 }
 
 var prefixN atomic.Int64
@@ -110,7 +110,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	opts := cfg.opts
 	opts.KeyPrefix = prefix
 	if cfg.register != nil {
-		opts.Sender = cfg.register(srv, svc)
+		cfg.register(srv, svc)
 	}
 	hub, err := realtime.Mount(srv, svc, opts)
 	if err != nil {

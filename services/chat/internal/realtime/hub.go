@@ -17,19 +17,8 @@ import (
 	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
-// Sender is the send path: POST /messages/send's, so a message sent over a
-// socket meets the same permissions, filters, commands, slow mode, rate
-// limits and storage. *chat.Service is one; the HTTP API's per-user limiter
-// wraps it.
-type Sender interface {
-	Send(ctx context.Context, actor chat.User, in chat.SendInput) (chat.SendResult, error)
-}
-
 // Options tune a Hub; zero values take the defaults in brackets.
 type Options struct {
-	// Sender sends messages (svc). Pass the HTTP API's sender so both
-	// transports share its per-user limit.
-	Sender Sender
 	// Presence counts connections over replicas (Redis when the server has
 	// a Redis client, else in process).
 	Presence Presence
@@ -55,12 +44,13 @@ type Options struct {
 	PingInterval, PongTimeout time.Duration
 	// WriteTimeout bounds one write to a connection (10 s).
 	WriteTimeout time.Duration
-	// SendTimeout bounds one send through Sender (10 s).
+	// SendTimeout bounds one send (10 s).
 	SendTimeout time.Duration
 	// SendRate and SendBurst are the per-connection limit on send frames:
 	// a token bucket of SendBurst refilled at SendRate per second (5, 10).
 	// It protects the server from a flooding socket; the per-user limit
-	// (Sender) is the one users meet.
+	// (chat.SendLimit, which the service applies to every transport) is the
+	// one users meet.
 	SendRate  float64
 	SendBurst int
 	// AuthTimeout is how long a connection may wait for its auth frame
@@ -165,7 +155,6 @@ type Hub struct {
 	log     chat.EventLog
 	feed    feed.Feed
 	opts    Options
-	sender  Sender
 	logger  *slog.Logger
 	metrics *metrics
 
@@ -189,11 +178,8 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	h := &Hub{svc: svc, log: svc.Events(), opts: opts, sender: opts.Sender, logger: opts.Logger,
+	h := &Hub{svc: svc, log: svc.Events(), opts: opts, logger: opts.Logger,
 		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{}, metrics: newMetrics()}
-	if h.sender == nil {
-		h.sender = svc
-	}
 	src := opts.Feed
 	if src == nil {
 		s, ok := h.log.(feed.Source)

@@ -3,7 +3,6 @@ package realtime
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,9 +12,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/chat/internal/apierr"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
-	"github.com/apistack/platform/services/chat/web"
 )
 
 // WSPath is the WebSocket endpoint.
@@ -28,8 +27,8 @@ type wsInput struct {
 }
 
 // Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
-// the protocol) and the browser client at / on srv. The hub closes its
-// connections with 1001 when srv stops. With a Redis client on srv
+// the protocol) on srv; the browser client is mounted apart (web.Mount).
+// The hub closes its connections with 1001 when srv stops. With a Redis client on srv
 // (REDIS_URL) and no Presence in opts, presence is counted in Redis.
 func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
 	if srv == nil {
@@ -67,8 +66,8 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 		// Connection attempts count against the client's global limit like
 		// any request; RATE_LIMIT_ALLOW exempts load tests.
 		Responses: map[int]string{
-			http.StatusUnauthorized:       "Malformed Authorization header",
-			http.StatusForbidden:          "Origin not allowed, or unknown token",
+			http.StatusUnauthorized:       "Malformed Authorization header, or unknown token",
+			http.StatusForbidden:          "Origin not allowed",
 			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
 			http.StatusTooManyRequests:    "Too many sockets, or sockets on too many channels, from this address (CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
 			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets",
@@ -76,7 +75,6 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
 		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientIP(c.Request))
 	})
-	mountWeb(srv.Instance())
 	return h, nil
 }
 
@@ -105,19 +103,16 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	var user *chat.User
 	if authz := r.Header.Get("Authorization"); authz != "" {
+		// The library's rule for the header (one word after "Bearer "),
+		// then the one token check every transport makes, answered by the
+		// one mapping: unknown 401, store down 503, as over REST.
 		scheme, token, ok := strings.Cut(authz, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return apiserver.UnauthorizedError("Authorization header must be 'Bearer <token>'")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+			return apiserver.UnauthorizedError("Invalid authorization header format. Expected: Bearer <token>")
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		u, err := h.svc.Authenticate(ctx, strings.TrimSpace(token))
-		cancel()
-		switch {
-		case chat.KindOf(err) == chat.KindUnauthorized:
-			return apiserver.ForbiddenError("Invalid token")
-		case err != nil:
-			return &apiserver.Error{Status: http.StatusServiceUnavailable, Message: "The token could not be checked; retry shortly",
-				Header: http.Header{"Retry-After": {"1"}}, Cause: err}
+		u, err := h.svc.Authenticate(r.Context(), token)
+		if err != nil {
+			return apierr.HTTPError(err, apierr.InQuery)
 		}
 		user = &u
 	}
@@ -179,26 +174,4 @@ func (oc originCheck) allowed(r *http.Request) bool {
 	}
 	u, err := url.Parse(origin)
 	return err == nil && strings.EqualFold(u.Host, r.Host)
-}
-
-// mountWeb serves the browser client: / and its assets, all with relative
-// links so the page works under a proxy's path prefix (/chat/).
-func mountWeb(e *gin.Engine) {
-	serve := func(name, contentType string) gin.HandlerFunc {
-		b, err := fs.ReadFile(web.FS, name)
-		if err != nil {
-			panic("realtime: embedded web client lacks " + name)
-		}
-		return func(c *gin.Context) {
-			c.Header("Cache-Control", "no-cache")
-			c.Header("X-Content-Type-Options", "nosniff")
-			if name == "index.html" {
-				c.Header("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'")
-			}
-			c.Data(http.StatusOK, contentType, b)
-		}
-	}
-	e.GET("/", serve("index.html", "text/html; charset=utf-8"))
-	e.GET("/app.js", serve("app.js", "text/javascript; charset=utf-8"))
-	e.GET("/style.css", serve("style.css", "text/css; charset=utf-8"))
 }

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/apistack/platform/services/chat/internal/apierr"
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
@@ -60,7 +59,7 @@ const (
 const (
 	codeBadRequest  = "bad_request"
 	codeRateLimited = "rate_limited"
-	codeInternal    = "internal"
+	codeInternal    = apierr.CodeInternal
 )
 
 // clientFrame is every client-to-server object; unused fields stay empty.
@@ -100,17 +99,33 @@ type pongFrame struct {
 }
 
 // errorFrame mirrors the HTTP error body: the status a REST call would
-// have answered, a code to switch on, and what the client needs to react.
+// have answered, a code to switch on (the domain's error kind), and the
+// same fields by the same names (apierr: reason, until, limit,
+// retry_after_seconds, details on body.message).
 type errorFrame struct {
-	Type       string            `json:"type"`
-	ID         json.RawMessage   `json:"id,omitempty"`
-	Code       string            `json:"code"`
-	Status     int               `json:"status"`
-	Message    string            `json:"message"`
-	Reason     string            `json:"reason,omitempty"`
-	RetryAfter int               `json:"retry_after_seconds,omitempty"`
-	Until      *time.Time        `json:"until,omitempty"`
-	Details    []chat.FieldError `json:"details,omitempty"`
+	Type    string            `json:"type"`
+	ID      json.RawMessage   `json:"id,omitempty"`
+	Code    string            `json:"code"`
+	Status  int               `json:"status"`
+	Message string            `json:"message"`
+	Details []chat.FieldError `json:"details,omitempty"`
+	// Extra holds the fields beyond these, by apierr's names.
+	Extra map[string]any `json:"-"`
+}
+
+// MarshalJSON writes the fixed fields, then Extra's.
+func (e errorFrame) MarshalJSON() ([]byte, error) {
+	type plain errorFrame // without this method
+	b, err := json.Marshal(plain(e))
+	if err != nil || len(e.Extra) == 0 {
+		return b, err
+	}
+	x, err := json.Marshal(e.Extra)
+	if err != nil {
+		return nil, err
+	}
+	out := append(b[:len(b)-1:len(b)-1], ',')
+	return append(out, x[1:]...), nil
 }
 
 // frame is what a connection's queue holds: the bytes of one WebSocket
@@ -179,62 +194,21 @@ func (f *frame) after(cur chat.Cursor) ([]byte, int) {
 	return nil, 0
 }
 
-// errorFor turns an error of the send path into an error frame: the same
-// status and fields POST /messages/send would answer with.
+// errorFor turns an error of the send or auth path into an error frame:
+// the answer POST /messages/send would give (apierr.For maps both).
 func errorFor(id json.RawMessage, err error) errorFrame {
-	e := errorFrame{Type: typeError, ID: id, Code: codeInternal, Status: http.StatusInternalServerError, Message: "internal error"}
-	de, ok := chat.AsError(err)
-	if !ok {
-		return e
-	}
-	e.Code = string(de.Kind)
-	e.Message = de.Message
-	if e.Message == "" {
-		e.Message = string(de.Kind)
-	}
-	e.Reason = de.Reason
-	switch de.Kind {
-	case chat.KindInvalid:
-		e.Status = http.StatusBadRequest
-		e.Details = de.Fields
-	case chat.KindUnauthorized:
-		e.Status = http.StatusUnauthorized
-	case chat.KindForbidden:
-		e.Status = http.StatusForbidden
-		if !de.Until.IsZero() {
-			u := de.Until.UTC()
-			e.Until = &u
-		}
-	case chat.KindNotFound:
-		e.Status = http.StatusNotFound
-	case chat.KindConflict:
-		e.Status = http.StatusConflict
-	case chat.KindBlocked:
-		e.Status = http.StatusUnprocessableEntity
-		e.Message += "; nothing was stored"
-	case chat.KindSlowMode:
-		e.Status = http.StatusTooManyRequests
-		e.RetryAfter = retrySeconds(de.RetryAfter)
-	case chat.KindUnavailable:
-		// The cause names a Redis call; it is logged, never shown.
-		e.Status = http.StatusServiceUnavailable
-		e.Message = "the chat store is unavailable; nothing was stored. Retry shortly."
-		e.RetryAfter = 1
-	case chat.KindHistoryGone:
-		e.Status = http.StatusGone
-	default:
-		e.Code, e.Status, e.Message = codeInternal, http.StatusInternalServerError, "internal error"
-	}
-	return e
+	a, _ := apierr.For(err, apierr.InBody)
+	return errorFrame{Type: typeError, ID: id, Code: a.Code, Status: a.Status, Message: a.Message, Details: a.Details, Extra: a.Extra}
 }
 
 func badRequest(id json.RawMessage, msg string) errorFrame {
 	return errorFrame{Type: typeError, ID: id, Code: codeBadRequest, Status: http.StatusBadRequest, Message: msg}
 }
 
-// retrySeconds rounds a wait up to whole seconds, at least 1.
-func retrySeconds(d time.Duration) int {
-	return max(1, int(math.Ceil(d.Seconds())))
+// rateLimited is the answer to a connection over its own frame limit.
+func rateLimited(id json.RawMessage, msg string) errorFrame {
+	return errorFrame{Type: typeError, ID: id, Code: codeRateLimited, Status: http.StatusTooManyRequests, Message: msg,
+		Extra: map[string]any{apierr.FieldRetryAfter: 1}}
 }
 
 // closeCode extracts the close code from a read or write error, -1 if the

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/redisconn"
@@ -91,6 +92,8 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 //	<prefix>{users}:<what>      users: user:<id>, names, tokens, ids
 //	<prefix>{commands}:<what>   commands: all, triggers, counts
 //	<prefix>{filters}:<what>    filters: all, seq
+//	rate:<prefix>sendlimit:<id> a user's send limit (redis_rate's one-key
+//	                            GCRA script; no tag needed)
 //
 // Channels spread over the cluster by name; users, commands and filters
 // each sit in one slot (they are read on every send but are small and
@@ -824,6 +827,27 @@ func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) 
 		return 0, fail("acquire gate", err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// CountSend implements chat.Store with go-redis/redis_rate's GCRA script,
+// on the Redis server's clock, so every replica counts a user together
+// whatever its own clock says (now is not used). The key is
+// "rate:<prefix>sendlimit:<user>", the one the HTTP layer's limiter used
+// before the limit moved into the domain, so a rolling upgrade keeps counts.
+// One key per call, so it needs no hash tag on a Cluster.
+func (s *Store) CountSend(ctx context.Context, user string, l chat.SendLimit, _ time.Time) (time.Duration, error) {
+	if err := l.Validate(); err != nil || l.Off() {
+		return 0, err
+	}
+	res, err := redis_rate.NewLimiter(s.rdb).Allow(ctx, s.prefix+"sendlimit:"+user,
+		redis_rate.Limit{Rate: l.Max, Burst: l.Max, Period: l.Window})
+	if err != nil {
+		return 0, fail("count send", err)
+	}
+	if res.Allowed > 0 {
+		return 0, nil
+	}
+	return max(res.RetryAfter, time.Nanosecond), nil
 }
 
 // Ping implements chat.Store.

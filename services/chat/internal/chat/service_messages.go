@@ -1,0 +1,222 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SendInput is a message to send.
+type SendInput struct {
+	Channel string `json:"channel,omitempty"`
+	Message string `json:"message"`
+}
+
+// SendResult is the stored message and, when it triggered a command, the
+// bot's stored reply.
+type SendResult struct {
+	Message Message  `json:"message"`
+	Reply   *Message `json:"reply,omitempty"`
+}
+
+// Send runs every rule on a message and stores it: the send limit,
+// permission, ban and timeout, length, filters, slow mode, then storage,
+// then commands. Errors:
+// Unauthorized (the user no longer exists), Forbidden (with Until for a
+// timeout), Invalid, Blocked (Reason = filter kind), SlowMode (RetryAfter;
+// Reason slow_mode, or send_limit for the per-user limit),
+// Unavailable. A nil error means the message is stored.
+func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResult, error) {
+	channel, err := NormalizeChannel(in.Channel)
+	if err != nil {
+		return SendResult{}, err
+	}
+	// Reload the sender: a WebSocket may hold an actor from before a ban
+	// or a role change.
+	u, err := s.store.User(ctx, actor.ID)
+	if errors.Is(err, ErrNotFound) {
+		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
+	}
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: load sender: %w", err)
+	}
+	now := s.clock()
+	// The send limit counts every attempt, first: it bounds the work one
+	// user can cause (filters run on every message), and a flood of refused
+	// messages is still a flood.
+	if err := s.checkSendLimit(ctx, u, now); err != nil {
+		return SendResult{}, err
+	}
+	if err := s.require(u, ActionSendMessages); err != nil {
+		return SendResult{}, err
+	}
+	if err := s.checkModeration(u, now); err != nil {
+		return SendResult{}, err
+	}
+	text, err := checkMessageText(in.Message)
+	if err != nil {
+		return SendResult{}, err
+	}
+	filters, err := s.compiledFilters(ctx)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	out := applyFilters(text, u.Role, filters)
+	if out.blocked != nil {
+		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
+			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
+	}
+	if err := s.claimChannel(ctx, channel); err != nil {
+		return SendResult{}, fmt.Errorf("send: %w", err)
+	}
+	if !Allowed(u.Role, ActionBypassSlowMode) {
+		ch, err := s.store.Channel(ctx, channel)
+		if err != nil {
+			return SendResult{}, fmt.Errorf("send: channel settings: %w", err)
+		}
+		if ch.SlowModeSeconds > 0 {
+			wait, err := s.store.Acquire(ctx, now, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(ch.SlowModeSeconds) * time.Second})
+			if err != nil {
+				return SendResult{}, fmt.Errorf("send: slow mode: %w", err)
+			}
+			if wait > 0 {
+				return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: wait, Reason: "slow_mode",
+					Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(wait))}
+			}
+		}
+	}
+	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now})
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: store message: %w", err)
+	}
+	res := SendResult{Message: m}
+	reply, err := s.runCommand(ctx, u, m, now)
+	if err != nil {
+		// The message is stored and must be reported as such; a lost bot
+		// reply is not worth failing the request over.
+		s.log.WarnContext(ctx, "bot reply failed", "channel", channel, "message_id", m.ID, "err", err)
+	}
+	res.Reply = reply
+	return res, nil
+}
+
+func roundUpSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// runCommand answers a command invocation with a stored bot message, or
+// returns nil when the message is no invocation, the command is unknown,
+// disabled, above the sender's level or cooling down (bots stay silent then,
+// as Nightbot does, instead of spamming "on cooldown").
+func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time) (*Message, error) {
+	inv, ok := parseInvocation(m.Text)
+	if !ok {
+		return nil, nil
+	}
+	cmd, err := s.store.Command(ctx, inv.trigger)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("command %s: %w", inv.trigger, err)
+	}
+	if !cmd.Enabled || !u.Role.AtLeast(cmd.UserLevel) {
+		return nil, nil
+	}
+	if !Allowed(u.Role, ActionBypassCooldowns) {
+		var gates []Gate
+		if cmd.CooldownSeconds > 0 {
+			gates = append(gates, Gate{Channel: m.Channel, Key: "cmd:" + cmd.Name, For: time.Duration(cmd.CooldownSeconds) * time.Second})
+		}
+		if cmd.UserCooldownSeconds > 0 {
+			gates = append(gates, Gate{Channel: m.Channel, Key: "cmdu:" + cmd.Name + ":" + u.ID, For: time.Duration(cmd.UserCooldownSeconds) * time.Second})
+		}
+		if len(gates) > 0 {
+			wait, err := s.store.Acquire(ctx, now, gates...)
+			if err != nil {
+				return nil, fmt.Errorf("command %s cooldown: %w", cmd.Name, err)
+			}
+			if wait > 0 {
+				return nil, nil
+			}
+		}
+	}
+	count, err := s.store.CountCommand(ctx, cmd.Name)
+	if err != nil {
+		return nil, fmt.Errorf("command %s count: %w", cmd.Name, err)
+	}
+	text := RenderResponse(cmd.Response, RenderVars{User: u.Name, Args: inv.args, Count: count, Channel: m.Channel})
+	reply, err := s.store.AppendMessage(ctx, Message{Channel: m.Channel, User: BotUser, Text: text, CreatedAt: now, Bot: true})
+	if err != nil {
+		return nil, fmt.Errorf("command %s reply: %w", cmd.Name, err)
+	}
+	return &reply, nil
+}
+
+// Messages returns a page of a channel, oldest first. Limit 0 means
+// DefaultLimit; Before and After are message ids (exclusive). actor nil is
+// an anonymous reader.
+func (s *Service) Messages(ctx context.Context, actor *User, channel string, p Page) ([]Message, error) {
+	if err := s.canRead(actor); err != nil {
+		return nil, err
+	}
+	channel, err := NormalizeChannel(channel)
+	if err != nil {
+		return nil, err
+	}
+	var v validation
+	if p.Limit == 0 {
+		p.Limit = DefaultLimit
+	}
+	if p.Limit < 1 || p.Limit > MaxLimit {
+		v.add("limit", "must be 1..%d", MaxLimit)
+	}
+	if p.Before < 0 {
+		v.add("before", "must be a message id")
+	}
+	if p.After < 0 {
+		v.add("after", "must be a message id")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	ms, err := s.store.Messages(ctx, channel, p)
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return ms, nil
+}
+
+// DeleteMessage replaces a message with its tombstone. Moderators delete
+// messages of lower roles, their own and bot replies; nobody deletes the
+// broadcaster's, and a moderator cannot delete another moderator's.
+func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string, id int64) (Message, error) {
+	if err := s.require(actor, ActionDeleteMessages); err != nil {
+		return Message{}, err
+	}
+	channel, err := NormalizeChannel(channel)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := s.store.Message(ctx, channel, id)
+	if err != nil {
+		return Message{}, fmt.Errorf("delete message %d: %w", id, err)
+	}
+	if !m.Bot && m.User.ID != actor.ID {
+		author := User{ID: m.User.ID, Role: m.User.Role}
+		if cur, err := s.store.User(ctx, m.User.ID); err == nil {
+			author = cur // judge by today's role: a demoted moderator's lines can go
+		} else if !errors.Is(err, ErrNotFound) {
+			return Message{}, fmt.Errorf("delete message %d: load author: %w", id, err)
+		}
+		if err := s.requireOn(actor, ActionDeleteMessages, author); err != nil {
+			return Message{}, err
+		}
+	}
+	t, err := s.store.DeleteMessage(ctx, channel, id, s.clock())
+	if err != nil {
+		return Message{}, fmt.Errorf("delete message %d: %w", id, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,50 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/services/chat/web"
+)
+
+// TestMountServesThePageAndItsAssets: each file answers 200 with its type,
+// no-cache and nosniff, and the page carries its Content-Security-Policy.
+func TestMountServesThePageAndItsAssets(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	e := gin.New()
+	web.Mount(e)
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, c := range []struct{ path, ctype, body string }{
+		{"/", "text/html", "<html"},
+		{"/app.js", "text/javascript", "WebSocket"},
+		{"/style.css", "text/css", "{"},
+	} {
+		resp, err := http.Get(srv.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), c.ctype) {
+			t.Errorf("GET %s = %d %q, want 200 %s", c.path, resp.StatusCode, resp.Header.Get("Content-Type"), c.ctype)
+		}
+		if !strings.Contains(strings.ToLower(string(b)), strings.ToLower(c.body)) {
+			t.Errorf("GET %s: body lacks %q", c.path, c.body)
+		}
+		if resp.Header.Get("Cache-Control") != "no-cache" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: headers %v", c.path, resp.Header)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); (c.path == "/") != strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q", c.path, csp)
+		}
+	}
+}
