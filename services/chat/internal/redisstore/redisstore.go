@@ -496,6 +496,35 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, er
 	return s.User(ctx, id)
 }
 
+// UsersByID returns the users among ids that exist, in one pipelined round
+// trip (all user keys share the {users} slot, so this holds on a cluster
+// too). Live delivery rechecks the users of its open sockets with it after
+// its feed reconnects.
+func (s *Store) UsersByID(ctx context.Context, ids []string) (map[string]chat.User, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.userKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fail("read users", err)
+	}
+	out := make(map[string]chat.User, len(ids))
+	for _, c := range cmds {
+		if len(c.Val()) == 0 {
+			continue
+		}
+		u, err := parseUser(c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out[u.ID] = u
+	}
+	return out, nil
+}
+
 // Users implements chat.Store.
 func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
 	ids, err := s.rdb.SMembers(ctx, s.uk("ids")).Result()
