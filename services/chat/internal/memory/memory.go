@@ -356,6 +356,20 @@ func (s *Store) UserByTokenHash(_ context.Context, hash string) (chat.User, erro
 	return u, nil
 }
 
+// UsersByID returns the users among ids that exist (live delivery's
+// recheck of its sockets' users; the Redis engine has the same method).
+func (s *Store) UsersByID(_ context.Context, ids []string) (map[string]chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]chat.User, len(ids))
+	for _, id := range ids {
+		if u, ok := s.users[id]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
 // Users implements chat.Store.
 func (s *Store) Users(_ context.Context) ([]chat.User, error) {
 	s.mu.Lock()

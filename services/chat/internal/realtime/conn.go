@@ -37,6 +37,11 @@ type conn struct {
 	queued  int         // events (or control frames) pending
 	last    chat.Cursor // last event written: older ones are skipped
 	closing bool
+	// awake: the writer was signalled or is writing, and calls next until
+	// the queue is empty, so a push need not wake it again. Without it a
+	// push during a write leaves a token that wakes the writer once more
+	// for nothing (a park and an unpark per write at saturation).
+	awake bool
 
 	user atomic.Pointer[chat.User]
 
@@ -81,8 +86,12 @@ func (c *conn) push(fs []*frame, events int) bool {
 	}
 	c.queue = append(c.queue, fs...)
 	c.queued += events
+	wake := !c.awake
+	c.awake = true
 	c.mu.Unlock()
-	c.signal()
+	if wake {
+		c.signal()
+	}
 	return true
 }
 
@@ -101,8 +110,12 @@ func (c *conn) pushControl(f *frame) {
 	}
 	c.queue = append(c.queue, f)
 	c.queued++
+	wake := !c.awake
+	c.awake = true
 	c.mu.Unlock()
-	c.signal()
+	if wake {
+		c.signal()
+	}
 }
 
 func (c *conn) signal() {
@@ -169,6 +182,9 @@ func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 	}
 	if buf != nil {
 		return buf.Bytes(), events, buf
+	}
+	if first == nil {
+		c.awake = false // empty: the next push wakes the writer
 	}
 	return first, events, nil
 }

@@ -168,6 +168,10 @@ type Hub struct {
 	sources map[string]*source // by client address: what admit reserved
 	sockets int                // reserved by admit
 	closed  bool
+
+	recheckMu    sync.Mutex
+	rechecking   bool // a recheck of the sockets' users runs
+	recheckAgain bool // the feed reconnected meanwhile: run it once more
 }
 
 // NewHub returns a running hub over svc's event log. Close stops it.
@@ -218,12 +222,12 @@ func (h *Hub) notice(n feed.Notice) {
 
 // revoke closes the sockets of a deleted or banned user on this replica
 // (every replica gets the same notice). Recheck (the feed reconnected and
-// may have missed a revocation) looks up every user with an open socket
-// and closes those that no longer exist.
+// may have missed revocations meanwhile) looks up every user with an open
+// socket here and closes those deleted or banned since they authenticated.
 func (h *Hub) revoke(n feed.Notice) {
 	switch n.Revoke {
 	case feed.Recheck:
-		go h.recheckUsers()
+		h.requestRecheck()
 	case feed.Deleted:
 		h.closeUser(n.User, CloseUserDeleted, "this account was deleted")
 	case feed.Banned:
@@ -245,31 +249,100 @@ func (h *Hub) closeUser(id string, code websocket.StatusCode, reason string) {
 	}
 }
 
-// userLookup is what recheckUsers needs of the engine (chat.Store has it).
-type userLookup interface {
-	User(ctx context.Context, id string) (chat.User, error)
+// usersLookup is what a recheck needs of the engine: both engines have it.
+type usersLookup interface {
+	UsersByID(ctx context.Context, ids []string) (map[string]chat.User, error)
 }
 
+// recheckBatch is the most users one lookup of a recheck asks for: a
+// replica with 10,000 authenticated sockets makes 100 round trips, one
+// after the other, instead of one huge pipeline or 10,000 lookups at once.
+const recheckBatch = 100
+
+// requestRecheck starts a recheck, or, when one runs, makes it run once
+// more when done (the feed may reconnect again meanwhile): at most one
+// recheck runs per replica, however often the feed reconnects.
+func (h *Hub) requestRecheck() {
+	h.recheckMu.Lock()
+	if h.rechecking {
+		h.recheckAgain = true
+		h.recheckMu.Unlock()
+		return
+	}
+	h.rechecking = true
+	h.recheckMu.Unlock()
+	go func() {
+		for {
+			h.recheckUsers()
+			h.recheckMu.Lock()
+			if !h.recheckAgain || h.ctx.Err() != nil {
+				h.rechecking = false
+				h.recheckMu.Unlock()
+				return
+			}
+			h.recheckAgain = false
+			h.recheckMu.Unlock()
+		}
+	}()
+}
+
+// recheckUsers looks up, recheckBatch at a time, every user with a socket
+// open here and closes the sockets of those that are gone (4003) or were
+// banned after the socket authenticated (4004; a user banned before may
+// read, as the protocol says). A lookup that fails is retried with backoff
+// until it succeeds or the hub closes: the store just came back.
 func (h *Hub) recheckUsers() {
-	lookup, ok := h.log.(userLookup)
+	lookup, ok := h.log.(usersLookup)
 	if !ok {
 		return
 	}
 	h.mu.RLock()
-	ids := map[string]bool{}
+	byUser := map[string][]*conn{}
 	for c := range h.conns {
 		if u := c.user.Load(); u != nil {
-			ids[u.ID] = true
+			byUser[u.ID] = append(byUser[u.ID], c)
 		}
 	}
 	h.mu.RUnlock()
-	for id := range ids {
-		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
-		_, err := lookup.User(ctx, id)
-		cancel()
-		if chat.KindOf(err) == chat.KindNotFound {
-			h.closeUser(id, CloseUserDeleted, "this account was deleted")
+	ids := make([]string, 0, len(byUser))
+	for id := range byUser {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(recheckBatch, len(ids))]
+		ids = ids[len(batch):]
+		found, err := h.lookupUsers(lookup, batch)
+		if err != nil {
+			return // the hub is closing
 		}
+		for _, id := range batch {
+			u, exists := found[id]
+			for _, c := range byUser[id] {
+				switch {
+				case !exists:
+					go c.closeWith(CloseUserDeleted, "this account was deleted")
+				case u.Banned && !c.user.Load().Banned:
+					go c.closeWith(CloseUserBanned, "this account was banned")
+				}
+			}
+		}
+	}
+}
+
+func (h *Hub) lookupUsers(lookup usersLookup, ids []string) (map[string]chat.User, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		found, err := lookup.UsersByID(ctx, ids)
+		cancel()
+		if err == nil {
+			return found, nil
+		}
+		h.logger.Warn("live delivery: cannot recheck the users of open sockets; retrying", "err", err)
+		if pause(h.ctx, backoff) != nil {
+			return nil, h.ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

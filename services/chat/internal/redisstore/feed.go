@@ -36,9 +36,22 @@ func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("redisstore: a notice handler is required")
 	}
-	f := &redisFeed{s: s, fn: fn, watched: map[string]int{}, done: make(chan struct{})}
+	f := &redisFeed{s: s, fn: fn, watched: map[string]int{}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	go f.run()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.run()
+	}()
+	if s.cluster {
+		// Moderation events whose append failed after their user change
+		// (see pending.go): every replica drains them, idempotently.
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			s.drainLoop(f.ctx)
+		}()
+	}
 	return f, nil
 }
 
@@ -47,7 +60,7 @@ type redisFeed struct {
 	fn     func(feed.Notice)
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup // run and, on a cluster, the pending drain
 
 	mu      sync.Mutex
 	ps      *redis.PubSub // the live connection; nil while reconnecting
@@ -98,7 +111,7 @@ func (f *redisFeed) Close() error {
 		_ = f.ps.Close()
 	}
 	f.mu.Unlock()
-	<-f.done
+	f.wg.Wait()
 	return nil
 }
 
@@ -110,7 +123,6 @@ func (f *redisFeed) Err() error {
 }
 
 func (f *redisFeed) run() {
-	defer close(f.done)
 	backoff := 100 * time.Millisecond
 	for f.ctx.Err() == nil {
 		ps := f.s.rdb.Subscribe(f.ctx)

@@ -98,7 +98,9 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // Channels spread over the cluster by name; users, commands and filters
 // each sit in one slot (they are read on every send but are small and
 // change rarely). The one write that spans two groups, a moderation
-// event with its user change, is two scripts on a cluster (UpdateUser).
+// event with its user change, is on a cluster a user change that records
+// the event as pending in the users' slot, then an idempotent append in
+// the channel's (UpdateUser, pending.go).
 func (s *Store) ck(channel, what string) string { return s.prefix + "{ch:" + channel + "}:" + what }
 func (s *Store) userKey(id string) string       { return s.prefix + "{users}:user:" + id }
 func (s *Store) uk(what string) string          { return s.prefix + "{users}:" + what }
@@ -499,6 +501,35 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, er
 	return s.User(ctx, id)
 }
 
+// UsersByID returns the users among ids that exist, in one pipelined round
+// trip (all user keys share the {users} slot, so this holds on a cluster
+// too). Live delivery rechecks the users of its open sockets with it after
+// its feed reconnects.
+func (s *Store) UsersByID(ctx context.Context, ids []string) (map[string]chat.User, error) {
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, s.userKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fail("read users", err)
+	}
+	out := make(map[string]chat.User, len(ids))
+	for _, c := range cmds {
+		if len(c.Val()) == 0 {
+			continue
+		}
+		u, err := parseUser(c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out[u.ID] = u
+	}
+	return out, nil
+}
+
 // Users implements chat.Store.
 func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
 	ids, err := s.rdb.SMembers(ctx, s.uk("ids")).Result()
@@ -556,11 +587,21 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 		}
 	}
 	// On one server the change and its event are one script. A cluster
-	// keeps users and channels in different slots, so there the user
-	// changes first (it is what permissions read) and the event follows.
+	// keeps users and channels in different slots: there the script stores
+	// the event as pending beside the user (one atomic step), and it is
+	// appended to the channel next, once (see pending.go).
 	keys := []string{s.userKey(id)}
 	args := []any{string(ifRole), "", "", "", s.revokedKey()}
-	if ev != nil && !s.cluster {
+	var pend pendingEvent
+	switch {
+	case ev != nil && s.cluster:
+		var err error
+		if pend, err = newPendingEvent(ev.Channel, ev.Type, evData); err != nil {
+			return chat.User{}, err
+		}
+		keys = append(keys, s.uk("pending"))
+		args = []any{string(ifRole), string(ev.Type), pend.encoded, pend.key, s.revokedKey()}
+	case ev != nil:
 		keys = append(keys, s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq"))
 		args = []any{string(ifRole), string(ev.Type), evData, s.ck(ev.Channel, "live"), s.revokedKey()}
 	}
@@ -568,37 +609,17 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	if err != nil {
 		return chat.User{}, scriptStatus("update user", err, "user")
 	}
-	if ev != nil && s.cluster {
-		if err := s.appendEvent(ctx, ev.Channel, ev.Type, evData); err != nil {
-			return chat.User{}, err
-		}
+	if pend.key != "" {
+		// The change is stored and its event is pending: if this append
+		// fails, a feed's drain appends it within pendingDrainEvery, so
+		// the caller gets the change it asked for either way.
+		_ = s.applyPending(ctx, pend)
 	}
 	m := make(map[string]string, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
 		m[res[i]] = res[i+1]
 	}
 	return parseUser(m)
-}
-
-// appendEvent appends a moderation event to a channel's log, retrying
-// briefly: on a cluster it follows the user change it reports.
-func (s *Store) appendEvent(ctx context.Context, channel string, typ chat.EventType, data []byte) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return fail("append event", ctx.Err())
-			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-			}
-		}
-		err = appendEvent.Run(ctx, s.rdb, []string{s.ck(channel, "log"), s.ck(channel, "seq")},
-			string(typ), data, s.ck(channel, "live")).Err()
-		if err == nil {
-			return nil
-		}
-	}
-	return fail("append event", err)
 }
 
 // DeleteUser implements chat.Store.

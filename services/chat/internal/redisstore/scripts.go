@@ -49,11 +49,18 @@ local eid = redis.call('XADD', logk, last .. '-*', 't', etype, 'd', edata)
 redis.call('PUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
 `
 
-// appendEvent appends a moderation event to a channel's log.
-// KEYS: log, seq. ARGV: event type, event json, live channel.
-var appendEvent = redis.NewScript(`
+// appendPending appends a moderation event that a cluster's UpdateUser
+// recorded as pending (see pendingEvent), once: the marker key, in the
+// channel's slot, records that this pending entry was appended. The marker
+// is written after the append, which writes nothing if it fails, so a
+// failed attempt leaves no trace and the next one starts clean.
+// KEYS: log, seq, marker. ARGV: event type, event json, live channel,
+// marker lifetime (seconds). Returns 1 appended, 0 appended before.
+var appendPending = redis.NewScript(`
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 local logk, seqk, etype, edata, live = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 ` + liveNotice + `
+redis.call('SET', KEYS[3], '1', 'EX', ARGV[4])
 return 1
 `)
 
@@ -87,15 +94,19 @@ return ''
 `)
 
 // updateUser changes fields only if the user still holds the expected role
-// and, with an event, appends it to a channel log in the same step (one
-// Redis server: the user and the channel may live anywhere). On a cluster
-// the user and the channel are in different slots: the engine runs this
-// script without an event, then appendEvent.
+// and, with an event, records it in the same step. On one server (KEYS:
+// user, log, seq) the event is appended to the channel's log right here.
+// On a cluster the channel lives in another slot, so the script stores the
+// event in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
+// then the pending entry and ARGV[4] its key), in the same slot as the user:
+// the change and the promise of its event are one atomic step, and the
+// engine appends the event next (appendPending), once, or any replica's
+// feed does later (Store.drainPending).
 // A ban is announced on the revocation channel, so every replica closes
 // the user's sockets.
-// KEYS: user, log, seq. ARGV: role, event type (empty for none), event json,
-// live channel, revocation channel, then field/value pairs. Returns the
-// user's fields, or an error status.
+// ARGV: role, event type (empty for none), event json, live channel,
+// revocation channel, then field/value pairs. Returns the user's fields,
+// or an error status.
 var updateUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
@@ -107,7 +118,9 @@ for i = 1, #fields - 1, 2 do
     redis.call('PUBLISH', ARGV[5], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
   end
 end
-if ARGV[2] ~= '' then
+if ARGV[2] ~= '' and #KEYS == 2 then
+  redis.call('HSET', KEYS[2], ARGV[4], ARGV[3])
+elseif ARGV[2] ~= '' then
   local logk, seqk, etype, edata, live = KEYS[2], KEYS[3], ARGV[2], ARGV[3], ARGV[4]
 ` + liveNotice + `
 end

@@ -1,0 +1,124 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// Moderation events on a Redis Cluster. A timeout or ban changes the user
+// (slot {users}) and appends an event to a channel's log (slot {ch:...}):
+// no script may span both. So the user change and the event, as a pending
+// entry in the hash <prefix>{users}:pending, are one script (updateUser),
+// and the event reaches the channel by appendPending, which is idempotent
+// per entry (a marker key in the channel's slot). The engine runs it right
+// after the change; when that fails (the channel's primary is down, the
+// process dies) the entry stays pending and every replica's feed drains
+// the hash every pendingDrainEvery, so the event is appended exactly once,
+// late rather than never. The partial state that remains visible is a
+// moderation whose event is not in the channel yet, for at most as long as
+// the channel's primary is unreachable; the moderation itself (what sends
+// are checked against) is never half done.
+
+const (
+	// pendingDrainEvery is how often a replica's feed appends the pending
+	// moderation events whose own append failed.
+	pendingDrainEvery = 5 * time.Second
+	// pendingMarkerTTL keeps an "appended" marker (seconds): far longer
+	// than any entry stays pending.
+	pendingMarkerTTL = 7 * 24 * 3600
+	// pendingDrainMax bounds the entries one drain handles.
+	pendingDrainMax = 1000
+)
+
+// pendingEvent is one entry of the pending hash: key names it (and its
+// marker), encoded is the stored value.
+type pendingEvent struct {
+	key     string
+	encoded string
+
+	Channel string          `json:"c"`
+	Type    chat.EventType  `json:"t"`
+	Data    json.RawMessage `json:"d"`
+}
+
+func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEvent, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return pendingEvent{}, fmt.Errorf("pending event id: %w", err)
+	}
+	p := pendingEvent{key: hex.EncodeToString(b[:]), Channel: channel, Type: typ, Data: data}
+	enc, err := json.Marshal(p)
+	if err != nil {
+		return pendingEvent{}, fmt.Errorf("encode pending event: %w", err)
+	}
+	p.encoded = string(enc)
+	return p, nil
+}
+
+// applyPending appends p to its channel (unless an earlier attempt did)
+// and then forgets it.
+func (s *Store) applyPending(ctx context.Context, p pendingEvent) error {
+	err := appendPending.Run(ctx, s.rdb,
+		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key)},
+		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL).Err()
+	if err != nil {
+		return fail("append moderation event", err)
+	}
+	if err := s.rdb.HDel(ctx, s.uk("pending"), p.key).Err(); err != nil {
+		return fail("forget pending event", err)
+	}
+	return nil
+}
+
+// drainPending applies the pending moderation events (at most
+// pendingDrainMax per call). An entry that cannot be decoded is dropped:
+// no version of this engine writes one.
+func (s *Store) drainPending(ctx context.Context) error {
+	var cursor uint64
+	done := 0
+	for {
+		kv, next, err := s.rdb.HScan(ctx, s.uk("pending"), cursor, "*", 100).Result()
+		if err != nil {
+			return fail("read pending events", err)
+		}
+		for i := 0; i+1 < len(kv) && done < pendingDrainMax; i += 2 {
+			var p pendingEvent
+			if err := json.Unmarshal([]byte(kv[i+1]), &p); err != nil || p.Channel == "" {
+				_ = s.rdb.HDel(ctx, s.uk("pending"), kv[i]).Err()
+				continue
+			}
+			p.key = kv[i]
+			if err := s.applyPending(ctx, p); err != nil {
+				return err
+			}
+			done++
+		}
+		cursor = next
+		if cursor == 0 || done >= pendingDrainMax {
+			return nil
+		}
+	}
+}
+
+// drainLoop drains the pending moderation events now and every
+// pendingDrainEvery until ctx ends (a cluster feed runs it).
+func (s *Store) drainLoop(ctx context.Context) {
+	t := time.NewTicker(pendingDrainEvery)
+	defer t.Stop()
+	for {
+		dctx, cancel := context.WithTimeout(ctx, pendingDrainEvery)
+		_ = s.drainPending(dctx) // unavailable: the next tick tries again
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
