@@ -242,7 +242,7 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 		return nil, err
 	}
 	if ep.resp != nil {
-		ep.resp.finish(&ep.op, ep.headers, ep.checkIO)
+		ep.resp.finish(&ep.op, ep.headers, ep.checkIO, s.set.production)
 	}
 	ep.limit = s.set.bodyLimit
 	if op.BodyLimit > 0 {

@@ -24,40 +24,40 @@ type AddressError struct {
 	// Error Always true
 	//
 	// Examples: true
-	Error bool `json:"error"`
+	Error bool `json:"error" yaml:"error"`
 
 	// Ip The text given, as received (at most 100 bytes)
 	//
 	// Examples: 999.1.1.1
-	Ip string `json:"ip"`
+	Ip string `json:"ip" yaml:"ip"`
 
 	// Message Present when there is more to say, e.g. that IPv6 zone identifiers are refused
-	Message *string `json:"message,omitempty"`
+	Message *string `json:"message,omitempty" yaml:"message,omitempty"`
 
 	// Reason Invalid IP Address
 	//
 	// Examples: Invalid IP Address
-	Reason string `json:"reason"`
+	Reason string `json:"reason" yaml:"reason"`
 }
 
 // ErrorResponse The error body of every endpoint.
 type ErrorResponse struct {
 	// Details The validation problems (at most 20), present on validation errors.
-	Details *[]FieldError `json:"details,omitempty"`
+	Details *[]FieldError `json:"details,omitempty" yaml:"details,omitempty"`
 
 	// DetailsOmitted How many further problems were found beyond those in details (which holds at most 20).
-	DetailsOmitted *int `json:"detailsOmitted,omitempty"`
+	DetailsOmitted *int `json:"detailsOmitted,omitempty" yaml:"detailsOmitted,omitempty"`
 
 	// Error HTTP status text
 	//
 	// Examples: Bad Request
-	Error string `json:"error"`
+	Error string `json:"error" yaml:"error"`
 
 	// Message Examples: Validation failed: query.limit must be at least 1
-	Message string `json:"message"`
+	Message string `json:"message" yaml:"message"`
 
 	// StatusCode Examples: 400
-	StatusCode int `json:"statusCode"`
+	StatusCode int `json:"statusCode" yaml:"statusCode"`
 }
 
 // FieldError defines model for FieldError.
@@ -65,12 +65,12 @@ type FieldError struct {
 	// Field Where: query.limit, params.id, body.name
 	//
 	// Examples: query.limit
-	Field string `json:"field"`
+	Field string `json:"field" yaml:"field"`
 
 	// Message What is wrong
 	//
 	// Examples: must be at least 1
-	Message string `json:"message"`
+	Message string `json:"message" yaml:"message"`
 }
 
 // Location defines model for Location.
@@ -78,152 +78,152 @@ type Location struct {
 	// Asn Autonomous system, AS and its number, from the ASN database (GEOIP_ASN_DB); empty without one
 	//
 	// Examples: AS15169
-	Asn string `json:"asn"`
+	Asn string `json:"asn" yaml:"asn"`
 
 	// City City name
 	//
 	// Examples: Mountain View
-	City string `json:"city"`
+	City string `json:"city" yaml:"city"`
 
 	// ContinentCode AF, AN, AS, EU, NA, OC or SA
 	//
 	// Examples: NA
-	ContinentCode string `json:"continent_code"`
+	ContinentCode string `json:"continent_code" yaml:"continent_code"`
 
 	// Country ISO 3166-1 alpha-2 code, empty when nothing is known about the address
 	//
 	// Examples: US
-	Country string `json:"country"`
+	Country string `json:"country" yaml:"country"`
 
 	// CountryArea Area in square kilometres (GeoNames)
 	//
 	// Examples: 9629091
-	CountryArea float64 `json:"country_area"`
+	CountryArea float64 `json:"country_area" yaml:"country_area"`
 
 	// CountryCallingCode International calling code (GeoNames)
 	//
 	// Examples: +1
-	CountryCallingCode string `json:"country_calling_code"`
+	CountryCallingCode string `json:"country_calling_code" yaml:"country_calling_code"`
 
 	// CountryCapital Capital (GeoNames)
 	//
 	// Examples: Washington
-	CountryCapital string `json:"country_capital"`
+	CountryCapital string `json:"country_capital" yaml:"country_capital"`
 
 	// CountryCode Same as country
 	//
 	// Examples: US
-	CountryCode string `json:"country_code"`
+	CountryCode string `json:"country_code" yaml:"country_code"`
 
 	// CountryCodeIso3 ISO 3166-1 alpha-3 code (GeoNames)
 	//
 	// Examples: USA
-	CountryCodeIso3 string `json:"country_code_iso3"`
+	CountryCodeIso3 string `json:"country_code_iso3" yaml:"country_code_iso3"`
 
 	// CountryName English short name of the country (Unicode CLDR)
 	//
 	// Examples: United States
-	CountryName string `json:"country_name"`
+	CountryName string `json:"country_name" yaml:"country_name"`
 
 	// CountryPopulation Population (GeoNames)
 	//
 	// Examples: 327167434
-	CountryPopulation int64 `json:"country_population"`
+	CountryPopulation int64 `json:"country_population" yaml:"country_population"`
 
 	// CountryTld Country code top-level domain (GeoNames)
 	//
 	// Examples: .us
-	CountryTld string `json:"country_tld"`
+	CountryTld string `json:"country_tld" yaml:"country_tld"`
 
 	// Currency ISO 4217 currency code (GeoNames)
 	//
 	// Examples: USD
-	Currency string `json:"currency"`
+	Currency string `json:"currency" yaml:"currency"`
 
 	// CurrencyName Currency name (GeoNames)
 	//
 	// Examples: Dollar
-	CurrencyName string `json:"currency_name"`
+	CurrencyName string `json:"currency_name" yaml:"currency_name"`
 
 	// Error Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)
-	Error *bool `json:"error,omitempty"`
+	Error *bool `json:"error,omitempty" yaml:"error,omitempty"`
 
 	// InEu Whether the country is a member of the European Union
-	InEu bool `json:"in_eu"`
+	InEu bool `json:"in_eu" yaml:"in_eu"`
 
 	// Ip The address the record describes, in canonical form (IPv4-mapped IPv6 is answered as IPv4)
 	//
 	// Examples: 8.8.8.8
-	Ip string `json:"ip"`
+	Ip string `json:"ip" yaml:"ip"`
 
 	// Languages Languages spoken, by number of speakers (GeoNames)
 	//
 	// Examples: en-US,es-US,haw,fr
-	Languages string `json:"languages"`
+	Languages string `json:"languages" yaml:"languages"`
 
 	// Latitude Decimal degrees; 0 with longitude 0 when unknown
 	//
 	// Examples: 37.4056
-	Latitude float64 `json:"latitude"`
+	Latitude float64 `json:"latitude" yaml:"latitude"`
 
 	// Longitude Decimal degrees; 0 with latitude 0 when unknown
 	//
 	// Examples: -122.0775
-	Longitude float64 `json:"longitude"`
+	Longitude float64 `json:"longitude" yaml:"longitude"`
 
 	// Network CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network)
 	//
 	// Examples: 8.8.8.0/24
-	Network string `json:"network"`
+	Network string `json:"network" yaml:"network"`
 
 	// Org Organisation of the autonomous system, from the ASN database; empty without one
 	//
 	// Examples: Google LLC
-	Org string `json:"org"`
+	Org string `json:"org" yaml:"org"`
 
 	// Postal Postal code (DB-IP Lite data has none)
 	//
 	// Examples: 94043
-	Postal string `json:"postal"`
+	Postal string `json:"postal" yaml:"postal"`
 
 	// Reason Why error is set: Reserved IP Address or Invalid IP Address
 	//
 	// Examples: Reserved IP Address
-	Reason *string `json:"reason,omitempty"`
+	Reason *string `json:"reason,omitempty" yaml:"reason,omitempty"`
 
 	// Region Region or state name
 	//
 	// Examples: California
-	Region string `json:"region"`
+	Region string `json:"region" yaml:"region"`
 
 	// RegionCode ISO 3166-2 code of the region without the country prefix: from the database, or derived from the name with the ISO 3166-2 list; empty when unknown
 	//
 	// Examples: CA
-	RegionCode string `json:"region_code"`
+	RegionCode string `json:"region_code" yaml:"region_code"`
 
 	// Reserved Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup
-	Reserved *bool `json:"reserved,omitempty"`
+	Reserved *bool `json:"reserved,omitempty" yaml:"reserved,omitempty"`
 
 	// Timezone IANA time zone name
 	//
 	// Examples: America/Los_Angeles
-	Timezone string `json:"timezone"`
+	Timezone string `json:"timezone" yaml:"timezone"`
 
 	// UtcOffset UTC offset now, daylight saving included
 	//
 	// Examples: -0700
-	UtcOffset string `json:"utc_offset"`
+	UtcOffset string `json:"utc_offset" yaml:"utc_offset"`
 
 	// Version IPv4 or IPv6 (empty only for an invalid batch entry)
 	//
 	// Examples: IPv4
-	Version string `json:"version"`
+	Version string `json:"version" yaml:"version"`
 }
 
 // GetAsnParams defines parameters for GetAsn.
 type GetAsnParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // PostBatchJSONBody defines parameters for PostBatch.
@@ -232,202 +232,202 @@ type PostBatchJSONBody = []string
 // GetCityParams defines parameters for GetCity.
 type GetCityParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetContinentCodeParams defines parameters for GetContinentCode.
 type GetContinentCodeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryParams defines parameters for GetCountry.
 type GetCountryParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryAreaParams defines parameters for GetCountryArea.
 type GetCountryAreaParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCallingCodeParams defines parameters for GetCountryCallingCode.
 type GetCountryCallingCodeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCapitalParams defines parameters for GetCountryCapital.
 type GetCountryCapitalParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCodeParams defines parameters for GetCountryCode.
 type GetCountryCodeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCodeIso3Params defines parameters for GetCountryCodeIso3.
 type GetCountryCodeIso3Params struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryNameParams defines parameters for GetCountryName.
 type GetCountryNameParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryPopulationParams defines parameters for GetCountryPopulation.
 type GetCountryPopulationParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryTldParams defines parameters for GetCountryTld.
 type GetCountryTldParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCsvParams defines parameters for GetCsv.
 type GetCsvParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCurrencyParams defines parameters for GetCurrency.
 type GetCurrencyParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCurrencyNameParams defines parameters for GetCurrencyName.
 type GetCurrencyNameParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetInEuParams defines parameters for GetInEu.
 type GetInEuParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpParams defines parameters for GetIp.
 type GetIpParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetJsonParams defines parameters for GetJson.
 type GetJsonParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetJsonpParams defines parameters for GetJsonp.
 type GetJsonpParams struct {
 	// Callback JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)
-	Callback *string `form:"callback,omitempty" json:"callback,omitempty"`
+	Callback *string `form:"callback,omitempty" json:"callback,omitempty" yaml:"callback,omitempty"`
 
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLanguagesParams defines parameters for GetLanguages.
 type GetLanguagesParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLatitudeParams defines parameters for GetLatitude.
 type GetLatitudeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLatlongParams defines parameters for GetLatlong.
 type GetLatlongParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLongitudeParams defines parameters for GetLongitude.
 type GetLongitudeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetNetworkParams defines parameters for GetNetwork.
 type GetNetworkParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetOrgParams defines parameters for GetOrg.
 type GetOrgParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetPostalParams defines parameters for GetPostal.
 type GetPostalParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetRegionParams defines parameters for GetRegion.
 type GetRegionParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetRegionCodeParams defines parameters for GetRegionCode.
 type GetRegionCodeParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetTimezoneParams defines parameters for GetTimezone.
 type GetTimezoneParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetUtcOffsetParams defines parameters for GetUtcOffset.
 type GetUtcOffsetParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetVersionParams defines parameters for GetVersion.
 type GetVersionParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetXmlParams defines parameters for GetXml.
 type GetXmlParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetYamlParams defines parameters for GetYaml.
 type GetYamlParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpCsvParams defines parameters for GetIpCsv.
 type GetIpCsvParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpCsv400JSONResponseBody defines parameters for GetIpCsv.
@@ -438,7 +438,7 @@ type GetIpCsv400JSONResponseBody struct {
 // GetIpJsonParams defines parameters for GetIpJson.
 type GetIpJsonParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpJson400JSONResponseBody defines parameters for GetIpJson.
@@ -449,10 +449,10 @@ type GetIpJson400JSONResponseBody struct {
 // GetIpJsonpParams defines parameters for GetIpJsonp.
 type GetIpJsonpParams struct {
 	// Callback JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)
-	Callback *string `form:"callback,omitempty" json:"callback,omitempty"`
+	Callback *string `form:"callback,omitempty" json:"callback,omitempty" yaml:"callback,omitempty"`
 
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpJsonp400JSONResponseBody defines parameters for GetIpJsonp.
@@ -463,7 +463,7 @@ type GetIpJsonp400JSONResponseBody struct {
 // GetIpXmlParams defines parameters for GetIpXml.
 type GetIpXmlParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpXml400JSONResponseBody defines parameters for GetIpXml.
@@ -474,7 +474,7 @@ type GetIpXml400JSONResponseBody struct {
 // GetIpYamlParams defines parameters for GetIpYaml.
 type GetIpYamlParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpYaml400JSONResponseBody defines parameters for GetIpYaml.
@@ -485,7 +485,7 @@ type GetIpYaml400JSONResponseBody struct {
 // GetIpFieldParams defines parameters for GetIpField.
 type GetIpFieldParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpField400JSONResponseBody defines parameters for GetIpField.
