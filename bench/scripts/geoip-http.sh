@@ -49,9 +49,10 @@ trap cleanup EXIT
 "$bin/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
 floor_pid=$!
 pids+=("$floor_pid")
-# Access logs off (LOG_LEVEL=warn: the floor has no logger either) and loopback exempt
+# The deployed mode (APP_ENV=production), access logs off (LOG_LEVEL=warn: the floor has no
+# logger either) and loopback exempt
 # from the per-client rate limit, which would otherwise answer 429 after 100 requests.
-HOST=127.0.0.1 PORT=$geoip_port GEOIP_DB=$db LOG_LEVEL=warn RATE_LIMIT_ALLOW=127.0.0.1 \
+HOST=127.0.0.1 PORT=$geoip_port GEOIP_DB=$db APP_ENV=production LOG_LEVEL=warn RATE_LIMIT_ALLOW=127.0.0.1 \
 	"$bin/geoip" serve &
 geoip_pid=$!
 pids+=("$geoip_pid")

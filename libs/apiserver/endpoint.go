@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -42,14 +43,6 @@ type Operation struct {
 	BodyLimit int64
 	// Responses documents further answers, e.g. {404: "No such item"}.
 	Responses map[int]string
-	// Headers declares the response headers the handler sets: a struct
-	// value (only its type is read) whose fields carry `header:"ETag"`
-	// tags and the input's doc tags, plus `status:"200,304"` for the
-	// answers that carry it (default: the success status) and
-	// `required:"true"` when it is always sent. The headers the library
-	// adds itself (X-Request-Id, RateLimit-*, Retry-After,
-	// WWW-Authenticate) are documented without being declared.
-	Headers any
 	// Produces documents media types the handler may write itself besides
 	// JSON (it writes them through Context and the library stays out),
 	// each as a text body: shorthand for Formats of FormatText.
@@ -160,6 +153,7 @@ type endpoint[A, In, Out any] struct {
 	limit   int64
 	checkIO bool
 	headers []respHeader
+	resp    *respLayout // the output is a Response: its headers, status and raw body
 
 	errBodies errorBodies
 }
@@ -220,10 +214,17 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 	if op.NotJSON && len(op.Formats)+len(op.Produces) == 0 {
 		return nil, errors.New("NotJSON needs Formats or Produces: the answer must have some media type")
 	}
-	if ep.headers, err = newRespHeaders(s.schemas, op.Headers); err != nil {
+	outType := reflect.TypeFor[Out]()
+	if ep.resp, err = newRespLayout(outType); err != nil {
 		return nil, err
 	}
-	outType := reflect.TypeFor[Out]()
+	if ep.resp != nil {
+		hf, _ := outType.FieldByName("Header")
+		if ep.headers, err = newRespHeaders(s.schemas, hf.Type); err != nil {
+			return nil, err
+		}
+		outType = ep.resp.body
+	}
 	ep.noBody = outType == reflect.TypeFor[NoBody]()
 	if !ep.noBody {
 		if ep.out, err = s.schemas.Type(outType); err != nil {
@@ -239,6 +240,9 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 	}
 	if ep.errBodies, err = compileErrorBodies(s.schemas, op.ErrorBodies); err != nil {
 		return nil, err
+	}
+	if ep.resp != nil {
+		ep.resp.finish(&ep.op, ep.headers, ep.checkIO, s.set.production)
 	}
 	ep.limit = s.set.bodyLimit
 	if op.BodyLimit > 0 {
@@ -323,6 +327,16 @@ func newBinder(reg *schema.Registry, t reflect.Type, method, route string) (*bin
 	return b, nil
 }
 
+// hasHeader reports whether the input declares the request header name.
+func (b *binder) hasHeader(name string) bool {
+	for i := range b.params {
+		if b.params[i].in == "header" && b.params[i].name == http.CanonicalHeaderKey(name) {
+			return true
+		}
+	}
+	return false
+}
+
 func hasTag(tag reflect.StructTag, key string) bool {
 	_, ok := tag.Lookup(key)
 	return ok
@@ -357,11 +371,29 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
 	if c.Writer.Written() || c.IsAborted() {
 		return // the handler answered by itself (another format, a redirect)
 	}
+	if ep.resp != nil {
+		// Read in place: the result stays on the stack unless its Body is to be encoded.
+		if ep.respondWith(c, unsafe.Pointer(&out)) {
+			return
+		}
+		typed := out
+		body := reflect.NewAt(ep.resp.body, unsafe.Add(unsafe.Pointer(&typed), ep.resp.bodyOff)).Elem()
+		// A copy that is not addressable: what json.Marshal(body) would see.
+		ep.writeBody(c, c.Writer.Status(), reflect.ValueOf(body.Interface()))
+		return
+	}
 	if ep.noBody {
 		c.Status(ep.op.Status)
 		c.Writer.WriteHeaderNow()
 		return
 	}
+	// The value itself, not a pointer to it: what json.Marshal(out) would
+	// see, so the same MarshalJSON methods run.
+	ep.writeBody(c, ep.op.Status, reflect.ValueOf(out))
+}
+
+// writeBody validates and encodes v as the JSON body.
+func (ep *endpoint[A, In, Out]) writeBody(c *gin.Context, status int, v reflect.Value) {
 	var errs schema.Errors
 	check := &errs
 	if !ep.checkIO {
@@ -369,9 +401,7 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
 	}
 	buf := schema.GetBuffer()
 	defer schema.PutBuffer(buf)
-	// The value itself, not a pointer to it: what json.Marshal(out) would
-	// see, so the same MarshalJSON methods run.
-	body, err := ep.enc.Append(*buf, reflect.ValueOf(out), "response", check)
+	body, err := ep.enc.Append(*buf, v, "response", check)
 	*buf = body[:0] // keep what the buffer grew to
 	if len(errs) > 0 {
 		e := &Error{Status: http.StatusInternalServerError, Message: "Response validation failed", Cause: fmt.Errorf("handler result does not match %s: %v", ep.out.Type(), errs)}
@@ -385,7 +415,7 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context) {
 		ep.s.abortWithError(c, fmt.Errorf("encode response: %w", err))
 		return
 	}
-	respondJSON(c, ep.op.Status, body)
+	respondJSON(c, status, body)
 }
 
 // jsonContentType is shared by every response, as gin's renderers share

@@ -18,19 +18,12 @@ type respHeader struct {
 	schema   *schema.Schema
 }
 
-// newRespHeaders reads Operation.Headers: a struct value whose fields carry
+// newRespHeaders reads the header struct of a Response: fields that carry
 // `header:"ETag"` tags, as the input's request headers do, with the same
 // doc tags (doc, example, enum, format, pattern, ...), plus
 // `status:"200,304"` to name the answers that carry the header (default:
 // the success status) and `required:"true"` when it is always sent.
-func newRespHeaders(reg *schema.Registry, v any) ([]respHeader, error) {
-	if v == nil {
-		return nil, nil
-	}
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+func newRespHeaders(reg *schema.Registry, t reflect.Type) ([]respHeader, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("headers: %s must be a struct whose fields carry header tags", t)
 	}

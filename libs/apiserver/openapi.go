@@ -193,6 +193,11 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 		}
 		params = append(params, pd)
 	}
+	conditional := ep.resp != nil && ep.resp.etag >= 0
+	if conditional && !ep.in.hasHeader("If-None-Match") {
+		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "schema": map[string]any{"type": "string"},
+			"description": "ETags of earlier answers: 304 without a body when one names the current ETag"})
+	}
 	if len(params) > 0 {
 		o["parameters"] = params
 	}
@@ -263,6 +268,9 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 			continue
 		}
 		addErr(code, op.Responses[code])
+	}
+	if _, ok := op.Responses[http.StatusNotModified]; conditional && !ok {
+		responses["304"] = map[string]any{"description": "Not Modified: If-None-Match names the current ETag"}
 	}
 	ep.docErrorBodies(responses)
 	addErr(http.StatusInternalServerError, "Internal server error")

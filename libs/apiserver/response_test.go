@@ -57,3 +57,93 @@ func TestResponsesCarryContentLength(t *testing.T) {
 		}
 	}
 }
+
+type outHeaders struct {
+	ETag     string `header:"ETag" required:"true" status:"200,304" doc:"Version"`
+	Location string `header:"Location" status:"201"`
+}
+
+type outIn struct {
+	Mode string `query:"mode"`
+}
+
+// TestResponseCarriesHeadersStatusAndRawBodies: a handler's Response is written by the
+// library (headers, status, an encoded body or raw bytes), a conditional GET is answered
+// 304 with the headers, and what the operation does not document (a status, a media type,
+// a missing required header, a raw JSON body that breaks the schema) is a 500.
+func TestResponseCarriesHeadersStatusAndRawBodies(t *testing.T) {
+	s := newFixture(t, nil, nil)
+	type resp = apiserver.Response[outHeaders, item]
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/out", Responses: map[int]string{201: "Created"},
+		Formats: []apiserver.Format{{MediaType: "application/yaml"}}},
+		func(c *apiserver.Context[user], in *outIn) (resp, error) {
+			r := resp{Header: outHeaders{ETag: `"v1"`}, Body: item{ID: "1", Name: "n"}}
+			switch in.Mode {
+			case "raw":
+				r.Raw = []byte(`{"id":"2","name":"raw","price":1}`)
+			case "yaml":
+				r.Raw, r.ContentType = []byte("id: \"3\"\nname: \"y\"\n"), "application/yaml; charset=utf-8"
+			case "created":
+				r.Status, r.Header.Location = 201, "/out/1"
+			case "teapot":
+				r.Status = 418
+			case "html":
+				r.Raw, r.ContentType = []byte("<b>"), "text/html"
+			case "noetag":
+				r.Header.ETag = ""
+			case "badraw":
+				r.Raw = []byte(`{"id":"2","name":"","price":1}`)
+			}
+			return r, nil
+		})
+	cases := []struct {
+		mode, inm    string
+		status       int
+		body, ct     string
+		etag, locHdr string
+	}{
+		{mode: "", status: 200, body: `{"id":"1","name":"n","price":0}`, ct: "application/json; charset=utf-8", etag: `"v1"`},
+		{mode: "raw", status: 200, body: `{"id":"2","name":"raw","price":1}`, ct: "application/json; charset=utf-8", etag: `"v1"`},
+		{mode: "yaml", status: 200, body: "id: \"3\"\nname: \"y\"\n", ct: "application/yaml; charset=utf-8", etag: `"v1"`},
+		{mode: "created", status: 201, body: `{"id":"1","name":"n","price":0}`, ct: "application/json; charset=utf-8", locHdr: "/out/1"},
+		{mode: "", inm: `W/"v1"`, status: 304, etag: `"v1"`},
+		{mode: "raw", inm: `"v0", "v1"`, status: 304, etag: `"v1"`},
+		{mode: "", inm: "*", status: 304, etag: `"v1"`},
+		{mode: "", inm: `"v0"`, status: 200, body: `{"id":"1","name":"n","price":0}`, ct: "application/json; charset=utf-8", etag: `"v1"`},
+		{mode: "teapot", status: 500},
+		{mode: "html", status: 500},
+		{mode: "noetag", status: 500},
+		{mode: "badraw", status: 500},
+	}
+	for _, tc := range cases {
+		h := map[string]string{}
+		if tc.inm != "" {
+			h["If-None-Match"] = tc.inm
+		}
+		rec := send(s, request{method: "GET", path: "/out?mode=" + tc.mode, header: h})
+		if rec.Code != tc.status {
+			t.Errorf("mode %q If-None-Match %q: status %d, want %d (%s)", tc.mode, tc.inm, rec.Code, tc.status, rec.Body)
+			continue
+		}
+		if tc.status == 500 {
+			continue
+		}
+		if rec.Body.String() != tc.body || rec.Header().Get("Content-Type") != tc.ct && tc.body != "" {
+			t.Errorf("mode %q: body %q type %q, want %q %q", tc.mode, rec.Body, rec.Header().Get("Content-Type"), tc.body, tc.ct)
+		}
+		if rec.Header().Get("ETag") != tc.etag || rec.Header().Get("Location") != tc.locHdr {
+			t.Errorf("mode %q: ETag %q Location %q, want %q %q", tc.mode, rec.Header().Get("ETag"), rec.Header().Get("Location"), tc.etag, tc.locHdr)
+		}
+	}
+	doc := loadDoc(t, s)
+	op := doc.Paths.Find("/out").Get
+	if op.Parameters.GetByInAndName("header", "If-None-Match") == nil {
+		t.Error("If-None-Match not documented for an operation whose answer carries an ETag")
+	}
+	if r := op.Responses.Status(304); r == nil || r.Value.Headers["ETag"] == nil {
+		t.Error("304 with its ETag not documented")
+	}
+	if r := op.Responses.Status(201); r == nil || r.Value.Headers["Location"] == nil {
+		t.Error("Location not documented on 201")
+	}
+}

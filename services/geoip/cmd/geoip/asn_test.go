@@ -101,6 +101,31 @@ func TestASNDatabase(t *testing.T) {
 		t.Errorf("after reload org = %q (a cached answer of the old ASN database?)", got)
 	}
 
+	// A refused file keeps the old database serving and is counted, as the city database's.
+	if err := os.WriteFile(path, []byte("not a database"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := asnDB.Reload(); err == nil {
+		t.Error("a garbage ASN file was accepted")
+	}
+	metrics := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	metrics.RemoteAddr = "127.0.0.1:1"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, metrics)
+	for _, line := range []string{
+		"geoip_asn_database_reloads_total 1",
+		`geoip_asn_database_reload_failures_total{reason="format"} 1`,
+		`geoip_asn_database_reload_failures_total{reason="lookup"} 0`,
+		"geoip_asn_database_build_timestamp_seconds ",
+		`geoip_asn_database_info{build_date=`,
+		"geoip_asn_database_records ",
+		"geoip_database_reloads_total 0", // the city database's, apart
+	} {
+		if !strings.Contains(w.Body.String(), line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+
 	if _, err := openASN(ctx, config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
 		t.Errorf("a missing ASN file: %v", err)
 	}

@@ -80,6 +80,11 @@ func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog
 	if err := db.RegisterMetrics(srv.Registry()); err != nil {
 		return nil, nil, fmt.Errorf("register database metrics: %w", err)
 	}
+	if asnDB != nil {
+		if err := asnDB.RegisterMetrics(srv.Registry()); err != nil {
+			return nil, nil, fmt.Errorf("register ASN database metrics: %w", err)
+		}
+	}
 	srv.AddReadinessCheck("database", func(context.Context) error {
 		if db.Info().Records <= 0 {
 			return errors.New("no database loaded")

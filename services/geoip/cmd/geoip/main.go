@@ -191,6 +191,7 @@ func openASN(ctx context.Context, cfg config, log *slog.Logger) (*dbfile.Manager
 		Open:         func(path string) (lookup.DB, error) { return asn.Load(path) },
 		PollInterval: cfg.WatchInterval,
 		Logger:       log.With("database", "asn"),
+		MetricsName:  "asn_database", // geoip_asn_database_*, beside the city database's
 	})
 	if err != nil {
 		return nil, fmt.Errorf("GEOIP_ASN_DB: %w", err)

@@ -33,6 +33,9 @@ type Config struct {
 	Logger       *slog.Logger
 	// Now is the clock for UTC offsets; default time.Now.
 	Now func() time.Time
+	// MetricsName is the stem of the metric names, geoip_<stem>_info and so on (default
+	// "database"); a second database in the process needs its own ("asn_database").
+	MetricsName string
 }
 
 // Manager serves lookups from the current database and replaces it when told to or when
@@ -91,8 +94,11 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Open == nil {
 		cfg.Open = Open
 	}
+	if cfg.MetricsName == "" {
+		cfg.MetricsName = "database"
+	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{})}
-	m.metrics = newMetrics(m)
+	m.metrics = newMetrics(m, "geoip_"+cfg.MetricsName)
 	var db lookup.DB
 	var err error
 	if cfg.Path != "" {

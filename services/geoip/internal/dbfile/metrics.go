@@ -31,27 +31,28 @@ const (
 	reasonLookup  = "lookup"  // it opened but could not answer the probe lookups
 )
 
-func newMetrics(m *Manager) *Metrics {
+// newMetrics names the metrics <stem>_info, <stem>_records and so on.
+func newMetrics(m *Manager, stem string) *Metrics {
 	return &Metrics{
 		m: m,
-		info: prometheus.NewDesc("geoip_database_info",
+		info: prometheus.NewDesc(stem+"_info",
 			"The database serving now; always 1.",
 			[]string{"format", "type", "build_date", "records", "version"}, nil),
-		records: prometheus.NewDesc("geoip_database_records",
+		records: prometheus.NewDesc(stem+"_records",
 			"Ranges (BIN) or search tree nodes (MMDB) in the database serving now.", nil, nil),
-		build: prometheus.NewDesc("geoip_database_build_timestamp_seconds",
+		build: prometheus.NewDesc(stem+"_build_timestamp_seconds",
 			"Build date of the database serving now, as a Unix time.", nil, nil),
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "geoip_database_reloads_total",
+			Name: stem + "_reloads_total",
 			Help: "Databases swapped in after start-up.",
 		}),
-		failures: newFailures(),
+		failures: newFailures(stem),
 	}
 }
 
-func newFailures() *prometheus.CounterVec {
+func newFailures(stem string) *prometheus.CounterVec {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "geoip_database_reload_failures_total",
+		Name: stem + "_reload_failures_total",
 		Help: "Database files refused because they did not open or verify, by reason: file, format, corrupt or lookup.",
 	}, []string{"reason"})
 	for _, r := range []string{reasonFile, reasonFormat, reasonCorrupt, reasonLookup} {

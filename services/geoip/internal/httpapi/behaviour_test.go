@@ -137,11 +137,15 @@ func TestAnswerCache(t *testing.T) {
 		return db.lookups.Load() - before
 	}
 
-	if n := lookups("/81.2.69.1/json/", "/81.2.69.1/xml/", "/81.2.69.1/city/", "/81.2.69.1/jsonp/"); n != 1 {
-		t.Errorf("4 formats of one hot address: %d lookups, want 1", n)
+	// An address is cached on its second miss: the first only marks it as seen.
+	if n := lookups("/81.2.69.1/json/", "/81.2.69.1/xml/", "/81.2.69.1/city/", "/81.2.69.1/jsonp/"); n != 2 {
+		t.Errorf("4 formats of one hot address: %d lookups, want 2", n)
 	}
-	if n := lookups("/json/", "/city/"); n != 1 { // the default peer is another Berlin address
-		t.Errorf("caller twice: %d lookups, want 1", n)
+	if n := lookups("/json/", "/city/", "/yaml/"); n != 2 { // the default peer is another Berlin address
+		t.Errorf("caller three times: %d lookups, want 2", n)
+	}
+	if n := lookups("/81.2.69.2/json/", "/81.2.69.3/json/", "/81.2.69.4/json/"); n != 3 || s.api.CacheLen() != 2 {
+		t.Errorf("3 addresses asked once: %d lookups, %d answers cached; want 3 and only the 2 hot ones", n, s.api.CacheLen())
 	}
 	if n := lookups("/10.0.0.1/json/", "/10.0.0.1/json/"); n != 0 {
 		t.Errorf("reserved: %d lookups, want 0", n)

@@ -7,21 +7,24 @@ import (
 	"time"
 )
 
-// answer is a located record with its JSON encoding and that encoding's ETag (a header
-// value net/http only reads), shared read-only between requests: a cached answer costs
-// neither encoding nor hashing.
+// answer is a located record with its JSON encoding and that encoding's ETag. A cached one
+// is shared read-only between requests and costs neither encoding nor hashing; the others
+// live on the stack of the request that built them.
 type answer struct {
 	loc     Location
 	json    []byte
-	etag    []string
+	etag    string
 	version string     // database version the answer came from
 	addr    netip.Addr // the cache key, set by put
 	expires int64      // unix nanoseconds; utc_offset moves with daylight saving
 }
 
-func newAnswer(loc Location, version string) *answer {
-	body := appendJSON(make([]byte, 0, 768), &loc)
-	return &answer{loc: loc, json: body, etag: []string{etag(version, body)}, version: version}
+// set fills ans with loc and its encoding.
+func (ans *answer) set(loc *Location, version string) {
+	ans.loc = *loc
+	ans.json = appendJSON(make([]byte, 0, 768), loc)
+	ans.etag = etag(version, ans.json)
+	ans.version = version
 }
 
 // answerCache keeps the answers of hot addresses: a direct-mapped table of atomic
@@ -29,8 +32,14 @@ func newAnswer(loc Location, version string) *answer {
 // Bounded and O(1) with no lock and no map: a lookup that misses (the common case under
 // random addresses) costs one atomic load, and a hot address stays until another address
 // of the same slot is asked for. Entries carry their address, database version and expiry.
+//
+// An address is admitted on its second miss: seen holds a fingerprint of the last address
+// that missed in each slot. Under addresses asked once (a scan, random traffic) nothing is
+// stored, so the cache neither allocates a shared answer per request nor keeps 65,536 of
+// them live for the collector to mark; an address asked twice is cached from then on.
 type answerCache struct {
 	slots []atomic.Pointer[answer]
+	seen  []atomic.Uint32
 	mask  uint64
 	ttl   time.Duration
 }
@@ -45,16 +54,36 @@ func newAnswerCache(size int, ttl time.Duration) *answerCache {
 	for n < size {
 		n <<= 1
 	}
-	return &answerCache{slots: make([]atomic.Pointer[answer], n), mask: uint64(n - 1), ttl: ttl}
+	return &answerCache{slots: make([]atomic.Pointer[answer], n), seen: make([]atomic.Uint32, n), mask: uint64(n - 1), ttl: ttl}
 }
 
-func (c *answerCache) slot(addr netip.Addr) *atomic.Pointer[answer] {
+func hashAddr(addr netip.Addr) uint64 {
 	a := addr.As16()
 	h := binary.LittleEndian.Uint64(a[0:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:16])
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
-	return &c.slots[h&c.mask]
+	return h
+}
+
+func (c *answerCache) slot(addr netip.Addr) *atomic.Pointer[answer] {
+	return &c.slots[hashAddr(addr)&c.mask]
+}
+
+// admit reports whether addr missed before (it is then worth caching), and otherwise
+// remembers it.
+func (c *answerCache) admit(addr netip.Addr) bool {
+	if c == nil {
+		return false
+	}
+	h := hashAddr(addr)
+	fp := uint32(h>>32) | 1 // never 0, the empty slot
+	s := &c.seen[h&c.mask]
+	if s.Load() == fp {
+		return true
+	}
+	s.Store(fp)
+	return false
 }
 
 // get returns the answer for addr from database version, if fresh.

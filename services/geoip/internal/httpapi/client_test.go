@@ -64,7 +64,8 @@ func TestGeneratedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, err := codegen.Generate(swagger, codegen.Configuration{PackageName: "apiclient",
-		Generate: codegen.GenerateOptions{Client: true, Models: true}}.UpdateDefaults())
+		Generate:      codegen.GenerateOptions{Client: true, Models: true},
+		OutputOptions: codegen.OutputOptions{EnableYamlTags: true}}.UpdateDefaults()) // as apiclient/oapi-codegen.yaml
 	if err != nil {
 		t.Fatalf("oapi-codegen: %v", err)
 	}
@@ -108,10 +109,11 @@ func TestGeneratedClient(t *testing.T) {
 	}
 
 	y, err := c.GetIpYamlWithResponse(ctx, "81.2.69.160", nil)
-	// go.yaml.in/yaml/v3 matches keys to lowercased Go field names (the
-	// generated structs have json tags only), so snake_case keys such as
-	// country_name stay empty; one-word keys decode.
-	if err != nil || y.YAML200 == nil || y.YAML200.City != "Berlin" || y.YAML200.Latitude == 0 {
+	// snake_case keys decode because the client is generated with yaml tags
+	// (oapi-codegen.yaml: yaml-tags); without them go.yaml.in/yaml/v3 matches
+	// lowercased Go field names and country_name would stay empty.
+	if err != nil || y.YAML200 == nil || y.YAML200.City != "Berlin" || y.YAML200.Latitude == 0 ||
+		y.YAML200.CountryName != "Germany" || y.YAML200.CountryCodeIso3 != "DEU" || y.YAML200.UtcOffset == "" {
 		t.Errorf("YAML: %v %s", err, y.Body)
 	}
 

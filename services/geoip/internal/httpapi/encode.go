@@ -5,7 +5,10 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/apistack/platform/libs/apiserver/jsontext"
 )
@@ -14,55 +17,45 @@ import (
 // they all carry the same keys in the same order.
 type field struct {
 	name string
-	kind byte // 's' string, 'n' number, 'i' integer, 'b' bool
-	str  func(*Location) string
-	num  func(*Location) float64
-	int  func(*Location) int64
-	bool func(*Location) bool
+	kind byte    // 's' string, 'n' number, 'i' integer, 'b' bool
+	off  uintptr // of the Location field
 	// optional fields (ipapi.co's flags) are written only when set, like omitempty.
 	optional bool
 }
 
-func str(name string, get func(*Location) string) field {
-	return field{name: name, kind: 's', str: get}
-}
-func num(name string, get func(*Location) float64) field {
-	return field{name: name, kind: 'n', num: get}
-}
+// fields are read from Location itself (its JSON names, types and omitempty), so the
+// formats cannot drift from the JSON answer. A field is read at its offset rather than
+// through a func value: a call through a func value would make every Location passed to
+// an encoder escape to the heap, one allocation per uncached answer.
+var fields = func() []field {
+	t := reflect.TypeFor[Location]()
+	out := make([]field, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		f := field{name: name, off: sf.Offset, optional: opts == "omitempty"}
+		switch sf.Type.Kind() {
+		case reflect.String:
+			f.kind = 's'
+		case reflect.Float64:
+			f.kind = 'n'
+		case reflect.Int64:
+			f.kind = 'i'
+		case reflect.Bool:
+			f.kind = 'b'
+		default:
+			panic("httpapi: Location." + sf.Name + " has a type the encoders do not write")
+		}
+		out = append(out, f)
+	}
+	return out
+}()
 
-// fields are ipapi.co's, in the order its answers have them.
-var fields = []field{
-	str("ip", func(l *Location) string { return l.IP }),
-	str("network", func(l *Location) string { return l.Network }),
-	str("version", func(l *Location) string { return l.Version }),
-	str("city", func(l *Location) string { return l.City }),
-	str("region", func(l *Location) string { return l.Region }),
-	str("region_code", func(l *Location) string { return l.RegionCode }),
-	str("country", func(l *Location) string { return l.Country }),
-	str("country_name", func(l *Location) string { return l.CountryName }),
-	str("country_code", func(l *Location) string { return l.CountryCode }),
-	str("country_code_iso3", func(l *Location) string { return l.CountryCodeISO3 }),
-	str("country_capital", func(l *Location) string { return l.CountryCapital }),
-	str("country_tld", func(l *Location) string { return l.CountryTLD }),
-	str("continent_code", func(l *Location) string { return l.ContinentCode }),
-	{name: "in_eu", kind: 'b', bool: func(l *Location) bool { return l.InEU }},
-	str("postal", func(l *Location) string { return l.Postal }),
-	num("latitude", func(l *Location) float64 { return l.Latitude }),
-	num("longitude", func(l *Location) float64 { return l.Longitude }),
-	str("timezone", func(l *Location) string { return l.Timezone }),
-	str("utc_offset", func(l *Location) string { return l.UTCOffset }),
-	str("country_calling_code", func(l *Location) string { return l.CountryCallingCode }),
-	str("currency", func(l *Location) string { return l.Currency }),
-	str("currency_name", func(l *Location) string { return l.CurrencyName }),
-	str("languages", func(l *Location) string { return l.Languages }),
-	num("country_area", func(l *Location) float64 { return l.CountryArea }),
-	{name: "country_population", kind: 'i', int: func(l *Location) int64 { return l.CountryPopulation }},
-	str("asn", func(l *Location) string { return l.ASN }),
-	str("org", func(l *Location) string { return l.Org }),
-	{name: "reserved", kind: 'b', bool: func(l *Location) bool { return l.Reserved }, optional: true},
-	{name: "error", kind: 'b', bool: func(l *Location) bool { return l.Error }, optional: true},
-	{name: "reason", kind: 's', str: func(l *Location) string { return l.Reason }, optional: true},
-}
+func (f *field) ptr(l *Location) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(l), f.off) }
+func (f *field) str(l *Location) string         { return *(*string)(f.ptr(l)) }
+func (f *field) num(l *Location) float64        { return *(*float64)(f.ptr(l)) }
+func (f *field) int(l *Location) int64          { return *(*int64)(f.ptr(l)) }
+func (f *field) bool(l *Location) bool          { return *(*bool)(f.ptr(l)) }
 
 // present reports whether f is written for l.
 func (f *field) present(l *Location) bool {

@@ -3,15 +3,16 @@
 package httpapi
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apistack/platform/libs/apiserver"
@@ -43,11 +44,11 @@ type Options struct {
 
 // API serves the endpoints of one server.
 type API struct {
-	srv          *apiserver.Server[struct{}]
-	db           DB
-	cache        *answerCache
-	now          func() time.Time
-	publicHeader []string // Cache-Control of explicit-address answers
+	srv         *apiserver.Server[struct{}]
+	db          DB
+	cache       *answerCache
+	now         func() time.Time
+	publicCache string // Cache-Control of explicit-address answers
 
 	hits, misses prometheus.Counter
 }
@@ -90,11 +91,11 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 		opts.Now = time.Now
 	}
 	a := &API{
-		srv:          srv,
-		db:           db,
-		cache:        newAnswerCache(opts.CacheSize, opts.CacheTTL),
-		now:          opts.Now,
-		publicHeader: []string{"public, max-age=" + strconv.Itoa(int(opts.MaxAge/time.Second))},
+		srv:         srv,
+		db:          db,
+		cache:       newAnswerCache(opts.CacheSize, opts.CacheTTL),
+		now:         opts.Now,
+		publicCache: "public, max-age=" + strconv.Itoa(int(opts.MaxAge/time.Second)),
 		hits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoip_answer_cache_hits_total", Help: "Answers served from the in-process cache.",
 		}),
@@ -122,27 +123,34 @@ func (a *API) Purge() { a.cache.purge() }
 // CacheLen is the number of answers cached now.
 func (a *API) CacheLen() int { return a.cache.len() }
 
-// resolve returns the answer for addr: reserved ranges without a lookup, the rest from the
-// cache or the database.
-func (a *API) resolve(addr netip.Addr) (*answer, error) {
+// resolve fills ans with the answer for addr: reserved ranges without a lookup, the rest
+// from the cache or the database. ans is the caller's; a cached answer is copied into it.
+func (a *API) resolve(addr netip.Addr, ans *answer) error {
 	version := a.db.Version()
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
-		return newAnswer(loc, version), nil
+		ans.set(&loc, version)
+		return nil
 	}
 	now := a.now()
-	if ans := a.cache.get(addr, version, now); ans != nil {
+	if c := a.cache.get(addr, version, now); c != nil {
 		a.hits.Inc()
-		return ans, nil
+		*ans = *c
+		return nil
 	}
 	a.misses.Inc()
 	rec, err := a.db.Lookup(addr)
 	if err != nil {
-		return nil, fmt.Errorf("look up %s: %w", addr, err)
+		return fmt.Errorf("look up %s: %w", addr, err)
 	}
-	ans := newAnswer(newLocation(addr, rec), version)
-	a.cache.put(addr, ans, now)
-	return ans, nil
+	loc := newLocation(addr, rec)
+	ans.set(&loc, version)
+	if a.cache.admit(addr) {
+		shared := new(answer)
+		*shared = *ans
+		a.cache.put(addr, shared, now)
+	}
+	return nil
 }
 
 // parseAddr reads an address from the path; the error is ipapi.co's answer
@@ -175,32 +183,21 @@ func (a *API) callerAddr(r *http.Request) (netip.Addr, error) {
 
 // etag is a strong validator of one representation: the database version and a hash of
 // the bytes, so it changes with the database and with anything else that changes the body
-// (the clock's utc_offset, a JSONP callback, a new release's encoding).
+// (the clock's utc_offset, a JSONP callback, a new release's encoding). xxHash64: fixed
+// (every replica gives the same ETag) and fast (it runs on every uncached answer).
 func etag(version string, body []byte) string {
-	h := fnv.New64a()
-	_, _ = h.Write(body)
 	var sum [8]byte
-	b := make([]byte, 0, 2+len(version)+1+16)
-	b = append(b, '"')
-	b = append(b, version...)
-	b = append(b, '-')
-	b = hex.AppendEncode(b, h.Sum(sum[:0]))
-	return string(append(b, '"'))
-}
-
-// notModified reports whether If-None-Match names tag (weak comparison, RFC 9110 13.1.2).
-func notModified(r *http.Request, tag string) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" {
-		return false
-	}
-	for _, part := range strings.Split(inm, ",") {
-		part = strings.TrimSpace(part)
-		if part == "*" || strings.TrimPrefix(part, "W/") == tag {
-			return true
-		}
-	}
-	return false
+	var digits [16]byte
+	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
+	hex.Encode(digits[:], sum[:])
+	var b strings.Builder // one allocation: String does not copy
+	b.Grow(len(version) + len(digits) + 3)
+	b.WriteByte('"')
+	b.WriteString(version)
+	b.WriteByte('-')
+	b.Write(digits[:])
+	b.WriteByte('"')
+	return b.String()
 }
 
 // scope is who may cache an answer: anyone for an explicit address, only the caller for
@@ -212,34 +209,21 @@ const (
 	private scope = false
 )
 
-// Header values shared by every response: net/http only reads them, and sharing saves
-// allocations on the hot path.
-var (
-	privateHeader = []string{"private, no-cache"}
-	nosniffHeader = []string{"nosniff"}
-)
+// privateCache is the Cache-Control of the caller's own answers: another caller, or this
+// one on another network, gets a different answer, so no shared cache may keep it, and the
+// browser revalidates (cheap with the ETag).
+const privateCache = "private, no-cache"
 
-// write sends a representation with its validators, or 304 when the client has it. tag is
-// the body's ETag when already known (the cached JSON answer's), else "".
-func (a *API) write(c *apiserver.Context[struct{}], sc scope, version, contentType string, body []byte, tag []string) {
-	h := c.Writer.Header()
-	if tag == nil {
-		tag = []string{etag(version, body)}
+// respond is a representation with its validators; the library answers 304 when the
+// client's If-None-Match names the ETag. tag is the body's ETag when already known (the
+// JSON answer's), else "".
+func respond[B any](a *API, sc scope, version, contentType string, body []byte, tag string) apiserver.Response[cacheHeaders, B] {
+	if tag == "" {
+		tag = etag(version, body)
 	}
-	h["Etag"] = tag
+	cc := privateCache
 	if sc == public {
-		h["Cache-Control"] = a.publicHeader
-	} else {
-		// Another caller, or this one on another network, gets a different answer: no
-		// shared cache may keep it, and the browser revalidates (cheap with the ETag).
-		h["Cache-Control"] = privateHeader
+		cc = a.publicCache
 	}
-	if notModified(c.Request, tag[0]) {
-		c.Status(http.StatusNotModified)
-		c.Writer.WriteHeaderNow()
-		return
-	}
-	// A JSONP or plain-text body must never be sniffed into HTML.
-	h["X-Content-Type-Options"] = nosniffHeader
-	c.Data(http.StatusOK, contentType, body)
+	return apiserver.Response[cacheHeaders, B]{Header: cacheHeaders{ETag: tag, CacheControl: cc}, Raw: body, ContentType: contentType}
 }

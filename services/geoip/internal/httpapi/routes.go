@@ -91,25 +91,19 @@ var textFieldNames = func() []string {
 // validation details.
 type (
 	ipInput struct {
-		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
+		IP string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
 	}
 	ipJSONPInput struct {
-		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		Callback    string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
-		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
+		IP       string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		Callback string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
 	}
 	ipFieldInput struct {
-		IP          string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		Field       string `path:"field" doc:"Any key of the JSON answer (ip, network, version, city, region, region_code, country, country_name, country_code, country_code_iso3, country_capital, country_tld, continent_code, in_eu, postal, latitude, longitude, timezone, utc_offset, country_calling_code, currency, currency_name, languages, country_area, country_population, asn, org) or latlong" example:"city"`
-		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
+		IP    string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
+		Field string `path:"field" doc:"Any key of the JSON answer (ip, network, version, city, region, region_code, country, country_name, country_code, country_code_iso3, country_capital, country_tld, continent_code, in_eu, postal, latitude, longitude, timezone, utc_offset, country_calling_code, currency, currency_name, languages, country_area, country_population, asn, org) or latlong" example:"city"`
 	}
-	callerInput struct {
-		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
-	}
+	callerInput      struct{}
 	callerJSONPInput struct {
-		IfNoneMatch string `header:"If-None-Match" doc:"An ETag from an earlier answer: 304 without a body when it still matches"`
-		Callback    string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
+		Callback string `query:"callback" default:"callback" maxLength:"128" pattern:"^[A-Za-z_$][A-Za-z0-9_$]*(\\.[A-Za-z_$][A-Za-z0-9_$]*)*$" doc:"JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)" example:"handleLocation"`
 	}
 	batchInput struct {
 		Body []string `minItems:"1" maxItems:"100" doc:"Up to 100 addresses" example:"[\"8.8.8.8\",\"2001:4860:4860::8888\"]"`
@@ -125,8 +119,6 @@ const (
 // parameters and examples. gin allows one wildcard name per path position, so the first
 // segment is :ip everywhere and the caller's field endpoints are static paths.
 func (a *API) register() {
-	const notModifiedText = "Not Modified: If-None-Match matches the current ETag"
-	notModified := map[int]string{http.StatusNotModified: notModifiedText}
 	// An invalid address is answered in ipapi.co's shape; a JSONP callback that is not an
 	// identifier path keeps the library's validation body.
 	addressErrors := []apiserver.ErrorBody{{
@@ -143,63 +135,59 @@ func (a *API) register() {
 			Method: http.MethodGet, URL: "/:ip/" + f.name + "/", Tags: []string{tagLookup},
 			Summary:     "Location of an address as " + f.summary,
 			Description: "Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.",
-			Formats:     docFormats, NotJSON: docFormats != nil, Headers: cacheHeaders{}, Responses: notModified, ErrorBodies: addressErrors,
+			Formats:     docFormats, NotJSON: docFormats != nil, ErrorBodies: addressErrors,
 		}
 		caller := apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + f.name + "/", Tags: []string{tagCaller},
 			Summary:     "Location of the caller as " + f.summary,
 			Description: "The caller is the TCP peer, or behind a proxy listed in TRUSTED_PROXIES the right-most untrusted X-Forwarded-For entry. Cache-Control: private.",
-			Formats:     docFormats, NotJSON: docFormats != nil, Headers: cacheHeaders{}, Responses: notModified,
+			Formats:     docFormats, NotJSON: docFormats != nil,
 		}
 		if f.name == "jsonp" {
-			apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipJSONPInput) (Location, error) {
-				return Location{}, a.serveExplicit(c, in.IP, f, in.Callback)
+			apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipJSONPInput) (recordAnswer, error) {
+				return a.serveExplicit(in.IP, f, in.Callback)
 			})
-			apiserver.Register(a.srv, caller, func(c *apiserver.Context[struct{}], in *callerJSONPInput) (Location, error) {
-				return Location{}, a.serveCaller(c, f, in.Callback)
+			apiserver.Register(a.srv, caller, func(c *apiserver.Context[struct{}], in *callerJSONPInput) (recordAnswer, error) {
+				return a.serveCaller(c, f, in.Callback)
 			})
 			continue
 		}
-		apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipInput) (Location, error) {
-			return Location{}, a.serveExplicit(c, in.IP, f, "")
+		apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipInput) (recordAnswer, error) {
+			return a.serveExplicit(in.IP, f, "")
 		})
-		apiserver.Register(a.srv, caller, func(c *apiserver.Context[struct{}], in *callerInput) (Location, error) {
-			return Location{}, a.serveCaller(c, f, "")
+		apiserver.Register(a.srv, caller, func(c *apiserver.Context[struct{}], in *callerInput) (recordAnswer, error) {
+			return a.serveCaller(c, f, "")
 		})
 	}
 
-	fieldResponses := map[int]string{
-		http.StatusNotModified: notModifiedText,
-		http.StatusNotFound:    "No such field",
-	}
 	apiserver.Register(a.srv, apiserver.Operation{
 		Method: http.MethodGet, URL: "/:ip/:field/", Tags: []string{tagLookup},
 		Summary:     "One field of an address's location, as plain text",
 		Description: "Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.",
-		Produces:    []string{"text/plain"}, NotJSON: true, Headers: cacheHeaders{}, Responses: fieldResponses, ErrorBodies: addressErrors,
-	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (string, error) {
+		Produces:    []string{"text/plain"}, NotJSON: true, Responses: map[int]string{http.StatusNotFound: "No such field"}, ErrorBodies: addressErrors,
+	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (textAnswer, error) {
 		get, ok := textFields[in.Field]
 		if !ok {
-			return "", unknownField(in.Field)
+			return textAnswer{}, unknownField(in.Field)
 		}
 		addr, err := parseAddr(in.IP)
 		if err != nil {
-			return "", err
+			return textAnswer{}, err
 		}
-		return "", a.serveText(c, addr, public, get)
+		return a.serveText(addr, public, get)
 	})
 	for _, name := range textFieldNames {
 		get := textFields[name]
 		apiserver.Register(a.srv, apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + name + "/", Tags: []string{tagCaller},
 			Summary:  "The caller's " + name + ", as plain text",
-			Produces: []string{"text/plain"}, NotJSON: true, Headers: cacheHeaders{}, Responses: notModified,
-		}, func(c *apiserver.Context[struct{}], _ *callerInput) (string, error) {
+			Produces: []string{"text/plain"}, NotJSON: true,
+		}, func(c *apiserver.Context[struct{}], _ *callerInput) (textAnswer, error) {
 			addr, err := a.callerAddr(c.Request)
 			if err != nil {
-				return "", err
+				return textAnswer{}, err
 			}
-			return "", a.serveText(c, addr, private, get)
+			return a.serveText(addr, private, get)
 		})
 	}
 
@@ -209,25 +197,30 @@ func (a *API) register() {
 		Description: "One result per address, in order. An entry that is not an address gets " +
 			`{"ip": "...", "error": true, "reason": "Invalid IP Address"} with the other fields empty; ` +
 			"reserved addresses get reserved: true. More than 100 addresses is a 400.",
-		Headers: batchHeaders{},
-	}, func(c *apiserver.Context[struct{}], in *batchInput) ([]Location, error) {
+	}, func(c *apiserver.Context[struct{}], in *batchInput) (apiserver.Response[batchHeaders, []Location], error) {
 		out := make([]Location, len(in.Body))
+		var ans answer
 		for i, text := range in.Body {
 			addr, err := lookupParse(text)
 			if err != nil {
 				out[i] = invalidLocation(text)
 				continue
 			}
-			ans, err := a.resolve(addr)
-			if err != nil {
-				return nil, err
+			if err := a.resolve(addr, &ans); err != nil {
+				return apiserver.Response[batchHeaders, []Location]{}, err
 			}
 			out[i] = ans.loc
 		}
-		c.Header("Cache-Control", "no-store")
-		return out, nil
+		return apiserver.Response[batchHeaders, []Location]{Header: batchHeaders{CacheControl: "no-store"}, Body: out}, nil
 	})
 }
+
+// The answers of the lookup endpoints: the record in one format, or one field as text,
+// with the cache validators; the library writes them and answers 304.
+type (
+	recordAnswer = apiserver.Response[cacheHeaders, Location]
+	textAnswer   = apiserver.Response[cacheHeaders, string]
+)
 
 func lookupParse(text string) (netip.Addr, error) {
 	addr, err := parseAddr(strings.TrimSpace(text))
@@ -242,30 +235,30 @@ func unknownField(name string) error {
 func quoteClip(s string) string { return `"` + strings.ReplaceAll(clip(s), `"`, `\"`) + `"` }
 
 // serveExplicit answers /{ip}/{format}/.
-func (a *API) serveExplicit(c *apiserver.Context[struct{}], text string, f format, callback string) error {
+func (a *API) serveExplicit(text string, f format, callback string) (recordAnswer, error) {
 	addr, err := parseAddr(text)
 	if err != nil {
-		return err
+		return recordAnswer{}, err
 	}
-	return a.serveRecord(c, addr, public, f, callback)
+	return a.serveRecord(addr, public, f, callback)
 }
 
 // serveCaller answers /{format}/ for the caller's own address.
-func (a *API) serveCaller(c *apiserver.Context[struct{}], f format, callback string) error {
+func (a *API) serveCaller(c *apiserver.Context[struct{}], f format, callback string) (recordAnswer, error) {
 	addr, err := a.callerAddr(c.Request)
 	if err != nil {
-		return err
+		return recordAnswer{}, err
 	}
-	return a.serveRecord(c, addr, private, f, callback)
+	return a.serveRecord(addr, private, f, callback)
 }
 
-func (a *API) serveRecord(c *apiserver.Context[struct{}], addr netip.Addr, sc scope, f format, callback string) error {
-	ans, err := a.resolve(addr)
-	if err != nil {
-		return err
+func (a *API) serveRecord(addr netip.Addr, sc scope, f format, callback string) (recordAnswer, error) {
+	var ans answer
+	if err := a.resolve(addr, &ans); err != nil {
+		return recordAnswer{}, err
 	}
 	var body []byte
-	var tag []string
+	var tag string
 	switch f.name {
 	case "json":
 		body, tag = ans.json, ans.etag
@@ -274,23 +267,22 @@ func (a *API) serveRecord(c *apiserver.Context[struct{}], addr netip.Addr, sc sc
 	case "xml":
 		body = appendXML(nil, &ans.loc)
 	case "csv":
+		var err error
 		if body, err = appendCSV(nil, &ans.loc); err != nil {
-			return err
+			return recordAnswer{}, err
 		}
 	case "yaml":
 		body = appendYAML(nil, &ans.loc)
 	}
-	a.write(c, sc, ans.version, f.contentType, body, tag)
-	return nil
+	return respond[Location](a, sc, ans.version, f.contentType, body, tag), nil
 }
 
-func (a *API) serveText(c *apiserver.Context[struct{}], addr netip.Addr, sc scope, get func(*Location) string) error {
-	ans, err := a.resolve(addr)
-	if err != nil {
-		return err
+func (a *API) serveText(addr netip.Addr, sc scope, get func(*Location) string) (textAnswer, error) {
+	var ans answer
+	if err := a.resolve(addr, &ans); err != nil {
+		return textAnswer{}, err
 	}
-	a.write(c, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)), nil)
-	return nil
+	return respond[string](a, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)), ""), nil
 }
 
 // callerPaths are the one-segment paths that exist with a trailing slash.

@@ -128,8 +128,42 @@ func (d *DB) rowFor(addr netip.Addr) row {
 // network returns the largest CIDR block that holds addr and lies inside the BIN row (an
 // arbitrary from-to range) that answers for addr: "8.8.8.0/24" for a row 8.8.8.0-8.8.8.255.
 // Invalid where rowFor finds no row. The caller holds libMu.
+//
+// A 6to4 or Teredo address is answered from the IPv4 row of the IPv4 address it carries
+// (ip2location-go's rule, and the only data a BIN has for it), so its network is the IPv6
+// block of every address that carries an IPv4 address of that row's block: 6to4 holds the
+// IPv4 address in bits 16-47, so a /n IPv4 block is 2002::/16 plus n bits, /(16+n); Teredo
+// holds it inverted in the last 32 bits (the server and port before them are the
+// address's own), so the block is the address's first 96 bits plus n, /(96+n).
 func (d *DB) network(addr netip.Addr) netip.Prefix {
+	if v4, offset, ok := tunnelled(addr); ok {
+		p := d.rowNetwork(v4, d.rowFor(v4))
+		if !p.IsValid() {
+			return netip.Prefix{}
+		}
+		np, err := addr.Prefix(offset + p.Bits())
+		if err != nil {
+			return netip.Prefix{}
+		}
+		return np
+	}
 	return d.rowNetwork(addr, d.rowFor(addr))
+}
+
+// tunnelled returns the IPv4 address a 6to4 or Teredo address carries and the bit offset
+// of its block in the IPv6 address (16 or 96).
+func tunnelled(addr netip.Addr) (netip.Addr, int, bool) {
+	if !addr.Is6() || addr.Is4In6() {
+		return netip.Addr{}, 0, false
+	}
+	a := addr.As16()
+	switch {
+	case prefix6to4.Contains(addr):
+		return netip.AddrFrom4([4]byte{a[2], a[3], a[4], a[5]}), 16, true
+	case prefixTeredo.Contains(addr):
+		return netip.AddrFrom4([4]byte{^a[12], ^a[13], ^a[14], ^a[15]}), 96, true
+	}
+	return netip.Addr{}, 0, false
 }
 
 func (d *DB) rowNetwork(addr netip.Addr, r row) netip.Prefix {

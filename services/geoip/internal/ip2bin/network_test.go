@@ -52,6 +52,13 @@ func TestNetworkIsTheLargestBlockInsideTheRow(t *testing.T) {
 				"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff": "ffff::/16",
 				"::ffff:8.8.8.8": "8.8.8.0/24",
 				"8.8.9.1":        "", // a gap: no data, no network
+				// 6to4 and Teredo carry an IPv4 address and are answered from its row: the
+				// network is the IPv6 block carrying that row's IPv4 block.
+				"2002:808:808::1":                      "2002:808:800::/40",
+				"2002:900:64::":                        "2002:900:40::/42",
+				"2002:809:101::1":                      "",                                         // 8.9.1.1: no data
+				"2001:0:4136:e378:8000:63bf:f7f7:f7f7": "2001:0:4136:e378:8000:63bf:f7f7:f700/120", // client 8.8.8.8
+				"2001:0:4136:e378:8000:63bf:f6ff:ff9b": "2001:0:4136:e378:8000:63bf:f6ff:ff80/122", // client 9.0.0.100
 			} {
 				rec, err := db.Lookup(netip.MustParseAddr(addr))
 				if err != nil {

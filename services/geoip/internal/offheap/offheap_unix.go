@@ -38,6 +38,7 @@ func Read(path string) (data []byte, release func() error, err error) {
 		return nil, nil, fmt.Errorf("map %d bytes: %w", size, err)
 	}
 	release = func() error { return syscall.Munmap(data) }
+	adviseHugePages(data)
 	if _, err := io.ReadFull(f, data); err != nil {
 		_ = release()
 		return nil, nil, err

@@ -24,40 +24,40 @@ type AddressError struct {
 	// Error Always true
 	//
 	// Examples: true
-	Error bool `json:"error"`
+	Error bool `json:"error" yaml:"error"`
 
 	// Ip The text given, as received (at most 100 bytes)
 	//
 	// Examples: 999.1.1.1
-	Ip string `json:"ip"`
+	Ip string `json:"ip" yaml:"ip"`
 
 	// Message Present when there is more to say, e.g. that IPv6 zone identifiers are refused
-	Message *string `json:"message,omitempty"`
+	Message *string `json:"message,omitempty" yaml:"message,omitempty"`
 
 	// Reason Invalid IP Address
 	//
 	// Examples: Invalid IP Address
-	Reason string `json:"reason"`
+	Reason string `json:"reason" yaml:"reason"`
 }
 
 // ErrorResponse The error body of every endpoint.
 type ErrorResponse struct {
 	// Details The validation problems (at most 20), present on validation errors.
-	Details *[]FieldError `json:"details,omitempty"`
+	Details *[]FieldError `json:"details,omitempty" yaml:"details,omitempty"`
 
 	// DetailsOmitted How many further problems were found beyond those in details (which holds at most 20).
-	DetailsOmitted *int `json:"detailsOmitted,omitempty"`
+	DetailsOmitted *int `json:"detailsOmitted,omitempty" yaml:"detailsOmitted,omitempty"`
 
 	// Error HTTP status text
 	//
 	// Examples: Bad Request
-	Error string `json:"error"`
+	Error string `json:"error" yaml:"error"`
 
 	// Message Examples: Validation failed: query.limit must be at least 1
-	Message string `json:"message"`
+	Message string `json:"message" yaml:"message"`
 
 	// StatusCode Examples: 400
-	StatusCode int `json:"statusCode"`
+	StatusCode int `json:"statusCode" yaml:"statusCode"`
 }
 
 // FieldError defines model for FieldError.
@@ -65,12 +65,12 @@ type FieldError struct {
 	// Field Where: query.limit, params.id, body.name
 	//
 	// Examples: query.limit
-	Field string `json:"field"`
+	Field string `json:"field" yaml:"field"`
 
 	// Message What is wrong
 	//
 	// Examples: must be at least 1
-	Message string `json:"message"`
+	Message string `json:"message" yaml:"message"`
 }
 
 // Location defines model for Location.
@@ -78,152 +78,152 @@ type Location struct {
 	// Asn Autonomous system, AS and its number, from the ASN database (GEOIP_ASN_DB); empty without one
 	//
 	// Examples: AS15169
-	Asn string `json:"asn"`
+	Asn string `json:"asn" yaml:"asn"`
 
 	// City City name
 	//
 	// Examples: Mountain View
-	City string `json:"city"`
+	City string `json:"city" yaml:"city"`
 
 	// ContinentCode AF, AN, AS, EU, NA, OC or SA
 	//
 	// Examples: NA
-	ContinentCode string `json:"continent_code"`
+	ContinentCode string `json:"continent_code" yaml:"continent_code"`
 
 	// Country ISO 3166-1 alpha-2 code, empty when nothing is known about the address
 	//
 	// Examples: US
-	Country string `json:"country"`
+	Country string `json:"country" yaml:"country"`
 
 	// CountryArea Area in square kilometres (GeoNames)
 	//
 	// Examples: 9629091
-	CountryArea float64 `json:"country_area"`
+	CountryArea float64 `json:"country_area" yaml:"country_area"`
 
 	// CountryCallingCode International calling code (GeoNames)
 	//
 	// Examples: +1
-	CountryCallingCode string `json:"country_calling_code"`
+	CountryCallingCode string `json:"country_calling_code" yaml:"country_calling_code"`
 
 	// CountryCapital Capital (GeoNames)
 	//
 	// Examples: Washington
-	CountryCapital string `json:"country_capital"`
+	CountryCapital string `json:"country_capital" yaml:"country_capital"`
 
 	// CountryCode Same as country
 	//
 	// Examples: US
-	CountryCode string `json:"country_code"`
+	CountryCode string `json:"country_code" yaml:"country_code"`
 
 	// CountryCodeIso3 ISO 3166-1 alpha-3 code (GeoNames)
 	//
 	// Examples: USA
-	CountryCodeIso3 string `json:"country_code_iso3"`
+	CountryCodeIso3 string `json:"country_code_iso3" yaml:"country_code_iso3"`
 
 	// CountryName English short name of the country (Unicode CLDR)
 	//
 	// Examples: United States
-	CountryName string `json:"country_name"`
+	CountryName string `json:"country_name" yaml:"country_name"`
 
 	// CountryPopulation Population (GeoNames)
 	//
 	// Examples: 327167434
-	CountryPopulation int64 `json:"country_population"`
+	CountryPopulation int64 `json:"country_population" yaml:"country_population"`
 
 	// CountryTld Country code top-level domain (GeoNames)
 	//
 	// Examples: .us
-	CountryTld string `json:"country_tld"`
+	CountryTld string `json:"country_tld" yaml:"country_tld"`
 
 	// Currency ISO 4217 currency code (GeoNames)
 	//
 	// Examples: USD
-	Currency string `json:"currency"`
+	Currency string `json:"currency" yaml:"currency"`
 
 	// CurrencyName Currency name (GeoNames)
 	//
 	// Examples: Dollar
-	CurrencyName string `json:"currency_name"`
+	CurrencyName string `json:"currency_name" yaml:"currency_name"`
 
 	// Error Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)
-	Error *bool `json:"error,omitempty"`
+	Error *bool `json:"error,omitempty" yaml:"error,omitempty"`
 
 	// InEu Whether the country is a member of the European Union
-	InEu bool `json:"in_eu"`
+	InEu bool `json:"in_eu" yaml:"in_eu"`
 
 	// Ip The address the record describes, in canonical form (IPv4-mapped IPv6 is answered as IPv4)
 	//
 	// Examples: 8.8.8.8
-	Ip string `json:"ip"`
+	Ip string `json:"ip" yaml:"ip"`
 
 	// Languages Languages spoken, by number of speakers (GeoNames)
 	//
 	// Examples: en-US,es-US,haw,fr
-	Languages string `json:"languages"`
+	Languages string `json:"languages" yaml:"languages"`
 
 	// Latitude Decimal degrees; 0 with longitude 0 when unknown
 	//
 	// Examples: 37.4056
-	Latitude float64 `json:"latitude"`
+	Latitude float64 `json:"latitude" yaml:"latitude"`
 
 	// Longitude Decimal degrees; 0 with latitude 0 when unknown
 	//
 	// Examples: -122.0775
-	Longitude float64 `json:"longitude"`
+	Longitude float64 `json:"longitude" yaml:"longitude"`
 
 	// Network CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network)
 	//
 	// Examples: 8.8.8.0/24
-	Network string `json:"network"`
+	Network string `json:"network" yaml:"network"`
 
 	// Org Organisation of the autonomous system, from the ASN database; empty without one
 	//
 	// Examples: Google LLC
-	Org string `json:"org"`
+	Org string `json:"org" yaml:"org"`
 
 	// Postal Postal code (DB-IP Lite data has none)
 	//
 	// Examples: 94043
-	Postal string `json:"postal"`
+	Postal string `json:"postal" yaml:"postal"`
 
 	// Reason Why error is set: Reserved IP Address or Invalid IP Address
 	//
 	// Examples: Reserved IP Address
-	Reason *string `json:"reason,omitempty"`
+	Reason *string `json:"reason,omitempty" yaml:"reason,omitempty"`
 
 	// Region Region or state name
 	//
 	// Examples: California
-	Region string `json:"region"`
+	Region string `json:"region" yaml:"region"`
 
 	// RegionCode ISO 3166-2 code of the region without the country prefix: from the database, or derived from the name with the ISO 3166-2 list; empty when unknown
 	//
 	// Examples: CA
-	RegionCode string `json:"region_code"`
+	RegionCode string `json:"region_code" yaml:"region_code"`
 
 	// Reserved Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup
-	Reserved *bool `json:"reserved,omitempty"`
+	Reserved *bool `json:"reserved,omitempty" yaml:"reserved,omitempty"`
 
 	// Timezone IANA time zone name
 	//
 	// Examples: America/Los_Angeles
-	Timezone string `json:"timezone"`
+	Timezone string `json:"timezone" yaml:"timezone"`
 
 	// UtcOffset UTC offset now, daylight saving included
 	//
 	// Examples: -0700
-	UtcOffset string `json:"utc_offset"`
+	UtcOffset string `json:"utc_offset" yaml:"utc_offset"`
 
 	// Version IPv4 or IPv6 (empty only for an invalid batch entry)
 	//
 	// Examples: IPv4
-	Version string `json:"version"`
+	Version string `json:"version" yaml:"version"`
 }
 
 // GetAsnParams defines parameters for GetAsn.
 type GetAsnParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // PostBatchJSONBody defines parameters for PostBatch.
@@ -231,203 +231,203 @@ type PostBatchJSONBody = []string
 
 // GetCityParams defines parameters for GetCity.
 type GetCityParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetContinentCodeParams defines parameters for GetContinentCode.
 type GetContinentCodeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryParams defines parameters for GetCountry.
 type GetCountryParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryAreaParams defines parameters for GetCountryArea.
 type GetCountryAreaParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCallingCodeParams defines parameters for GetCountryCallingCode.
 type GetCountryCallingCodeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCapitalParams defines parameters for GetCountryCapital.
 type GetCountryCapitalParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCodeParams defines parameters for GetCountryCode.
 type GetCountryCodeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryCodeIso3Params defines parameters for GetCountryCodeIso3.
 type GetCountryCodeIso3Params struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryNameParams defines parameters for GetCountryName.
 type GetCountryNameParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryPopulationParams defines parameters for GetCountryPopulation.
 type GetCountryPopulationParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCountryTldParams defines parameters for GetCountryTld.
 type GetCountryTldParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCsvParams defines parameters for GetCsv.
 type GetCsvParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCurrencyParams defines parameters for GetCurrency.
 type GetCurrencyParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetCurrencyNameParams defines parameters for GetCurrencyName.
 type GetCurrencyNameParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetInEuParams defines parameters for GetInEu.
 type GetInEuParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpParams defines parameters for GetIp.
 type GetIpParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetJsonParams defines parameters for GetJson.
 type GetJsonParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetJsonpParams defines parameters for GetJsonp.
 type GetJsonpParams struct {
 	// Callback JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)
-	Callback *string `form:"callback,omitempty" json:"callback,omitempty"`
+	Callback *string `form:"callback,omitempty" json:"callback,omitempty" yaml:"callback,omitempty"`
 
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLanguagesParams defines parameters for GetLanguages.
 type GetLanguagesParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLatitudeParams defines parameters for GetLatitude.
 type GetLatitudeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLatlongParams defines parameters for GetLatlong.
 type GetLatlongParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetLongitudeParams defines parameters for GetLongitude.
 type GetLongitudeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetNetworkParams defines parameters for GetNetwork.
 type GetNetworkParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetOrgParams defines parameters for GetOrg.
 type GetOrgParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetPostalParams defines parameters for GetPostal.
 type GetPostalParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetRegionParams defines parameters for GetRegion.
 type GetRegionParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetRegionCodeParams defines parameters for GetRegionCode.
 type GetRegionCodeParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetTimezoneParams defines parameters for GetTimezone.
 type GetTimezoneParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetUtcOffsetParams defines parameters for GetUtcOffset.
 type GetUtcOffsetParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetVersionParams defines parameters for GetVersion.
 type GetVersionParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetXmlParams defines parameters for GetXml.
 type GetXmlParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetYamlParams defines parameters for GetYaml.
 type GetYamlParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpCsvParams defines parameters for GetIpCsv.
 type GetIpCsvParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpCsv400JSONResponseBody defines parameters for GetIpCsv.
@@ -437,8 +437,8 @@ type GetIpCsv400JSONResponseBody struct {
 
 // GetIpJsonParams defines parameters for GetIpJson.
 type GetIpJsonParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpJson400JSONResponseBody defines parameters for GetIpJson.
@@ -449,10 +449,10 @@ type GetIpJson400JSONResponseBody struct {
 // GetIpJsonpParams defines parameters for GetIpJsonp.
 type GetIpJsonpParams struct {
 	// Callback JavaScript function to call: an identifier or a dotted path of identifiers (anything else is refused)
-	Callback *string `form:"callback,omitempty" json:"callback,omitempty"`
+	Callback *string `form:"callback,omitempty" json:"callback,omitempty" yaml:"callback,omitempty"`
 
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpJsonp400JSONResponseBody defines parameters for GetIpJsonp.
@@ -462,8 +462,8 @@ type GetIpJsonp400JSONResponseBody struct {
 
 // GetIpXmlParams defines parameters for GetIpXml.
 type GetIpXmlParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpXml400JSONResponseBody defines parameters for GetIpXml.
@@ -473,8 +473,8 @@ type GetIpXml400JSONResponseBody struct {
 
 // GetIpYamlParams defines parameters for GetIpYaml.
 type GetIpYamlParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpYaml400JSONResponseBody defines parameters for GetIpYaml.
@@ -484,8 +484,8 @@ type GetIpYaml400JSONResponseBody struct {
 
 // GetIpFieldParams defines parameters for GetIpField.
 type GetIpFieldParams struct {
-	// IfNoneMatch An ETag from an earlier answer: 304 without a body when it still matches
-	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
+	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
 
 // GetIpField400JSONResponseBody defines parameters for GetIpField.
@@ -3982,14 +3982,6 @@ type GetAsnResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetAsnResponse400Headers the declared response headers of an HTTP 400 response for GetAsn
-type GetAsnResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetAsnResponse429Headers the declared response headers of an HTTP 429 response for GetAsn
 type GetAsnResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4019,8 +4011,6 @@ type GetAsnResponse503Headers struct {
 type GetAsnResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4031,19 +4021,12 @@ type GetAsnResponse struct {
 	Headers200 *GetAsnResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetAsnResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetAsnResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetAsnResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetAsnResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetAsnResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetAsnResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4266,14 +4249,6 @@ type GetCityResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCityResponse400Headers the declared response headers of an HTTP 400 response for GetCity
-type GetCityResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCityResponse429Headers the declared response headers of an HTTP 429 response for GetCity
 type GetCityResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4303,8 +4278,6 @@ type GetCityResponse503Headers struct {
 type GetCityResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4315,19 +4288,12 @@ type GetCityResponse struct {
 	Headers200 *GetCityResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCityResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCityResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCityResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCityResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCityResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCityResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4394,14 +4360,6 @@ type GetContinentCodeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetContinentCodeResponse400Headers the declared response headers of an HTTP 400 response for GetContinentCode
-type GetContinentCodeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetContinentCodeResponse429Headers the declared response headers of an HTTP 429 response for GetContinentCode
 type GetContinentCodeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4431,8 +4389,6 @@ type GetContinentCodeResponse503Headers struct {
 type GetContinentCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4443,19 +4399,12 @@ type GetContinentCodeResponse struct {
 	Headers200 *GetContinentCodeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetContinentCodeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetContinentCodeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetContinentCodeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetContinentCodeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetContinentCodeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetContinentCodeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4522,14 +4471,6 @@ type GetCountryResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryResponse400Headers the declared response headers of an HTTP 400 response for GetCountry
-type GetCountryResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryResponse429Headers the declared response headers of an HTTP 429 response for GetCountry
 type GetCountryResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4559,8 +4500,6 @@ type GetCountryResponse503Headers struct {
 type GetCountryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4571,19 +4510,12 @@ type GetCountryResponse struct {
 	Headers200 *GetCountryResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4650,14 +4582,6 @@ type GetCountryAreaResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryAreaResponse400Headers the declared response headers of an HTTP 400 response for GetCountryArea
-type GetCountryAreaResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryAreaResponse429Headers the declared response headers of an HTTP 429 response for GetCountryArea
 type GetCountryAreaResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4687,8 +4611,6 @@ type GetCountryAreaResponse503Headers struct {
 type GetCountryAreaResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4699,19 +4621,12 @@ type GetCountryAreaResponse struct {
 	Headers200 *GetCountryAreaResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryAreaResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryAreaResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryAreaResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryAreaResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryAreaResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryAreaResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4778,14 +4693,6 @@ type GetCountryCallingCodeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryCallingCodeResponse400Headers the declared response headers of an HTTP 400 response for GetCountryCallingCode
-type GetCountryCallingCodeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryCallingCodeResponse429Headers the declared response headers of an HTTP 429 response for GetCountryCallingCode
 type GetCountryCallingCodeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4815,8 +4722,6 @@ type GetCountryCallingCodeResponse503Headers struct {
 type GetCountryCallingCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4827,19 +4732,12 @@ type GetCountryCallingCodeResponse struct {
 	Headers200 *GetCountryCallingCodeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryCallingCodeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryCallingCodeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryCallingCodeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryCallingCodeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryCallingCodeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryCallingCodeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4906,14 +4804,6 @@ type GetCountryCapitalResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryCapitalResponse400Headers the declared response headers of an HTTP 400 response for GetCountryCapital
-type GetCountryCapitalResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryCapitalResponse429Headers the declared response headers of an HTTP 429 response for GetCountryCapital
 type GetCountryCapitalResponse429Headers struct {
 	RateLimitLimit     *int
@@ -4943,8 +4833,6 @@ type GetCountryCapitalResponse503Headers struct {
 type GetCountryCapitalResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4955,19 +4843,12 @@ type GetCountryCapitalResponse struct {
 	Headers200 *GetCountryCapitalResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryCapitalResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryCapitalResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryCapitalResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryCapitalResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryCapitalResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryCapitalResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5034,14 +4915,6 @@ type GetCountryCodeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryCodeResponse400Headers the declared response headers of an HTTP 400 response for GetCountryCode
-type GetCountryCodeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryCodeResponse429Headers the declared response headers of an HTTP 429 response for GetCountryCode
 type GetCountryCodeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5071,8 +4944,6 @@ type GetCountryCodeResponse503Headers struct {
 type GetCountryCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5083,19 +4954,12 @@ type GetCountryCodeResponse struct {
 	Headers200 *GetCountryCodeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryCodeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryCodeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryCodeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryCodeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryCodeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryCodeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5162,14 +5026,6 @@ type GetCountryCodeIso3Response304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryCodeIso3Response400Headers the declared response headers of an HTTP 400 response for GetCountryCodeIso3
-type GetCountryCodeIso3Response400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryCodeIso3Response429Headers the declared response headers of an HTTP 429 response for GetCountryCodeIso3
 type GetCountryCodeIso3Response429Headers struct {
 	RateLimitLimit     *int
@@ -5199,8 +5055,6 @@ type GetCountryCodeIso3Response503Headers struct {
 type GetCountryCodeIso3Response struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5211,19 +5065,12 @@ type GetCountryCodeIso3Response struct {
 	Headers200 *GetCountryCodeIso3Response200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryCodeIso3Response304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryCodeIso3Response400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryCodeIso3Response429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryCodeIso3Response500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryCodeIso3Response503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryCodeIso3Response) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5290,14 +5137,6 @@ type GetCountryNameResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryNameResponse400Headers the declared response headers of an HTTP 400 response for GetCountryName
-type GetCountryNameResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryNameResponse429Headers the declared response headers of an HTTP 429 response for GetCountryName
 type GetCountryNameResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5327,8 +5166,6 @@ type GetCountryNameResponse503Headers struct {
 type GetCountryNameResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5339,19 +5176,12 @@ type GetCountryNameResponse struct {
 	Headers200 *GetCountryNameResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryNameResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryNameResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryNameResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryNameResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryNameResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryNameResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5418,14 +5248,6 @@ type GetCountryPopulationResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryPopulationResponse400Headers the declared response headers of an HTTP 400 response for GetCountryPopulation
-type GetCountryPopulationResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryPopulationResponse429Headers the declared response headers of an HTTP 429 response for GetCountryPopulation
 type GetCountryPopulationResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5455,8 +5277,6 @@ type GetCountryPopulationResponse503Headers struct {
 type GetCountryPopulationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5467,19 +5287,12 @@ type GetCountryPopulationResponse struct {
 	Headers200 *GetCountryPopulationResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryPopulationResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryPopulationResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryPopulationResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryPopulationResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryPopulationResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryPopulationResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5546,14 +5359,6 @@ type GetCountryTldResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCountryTldResponse400Headers the declared response headers of an HTTP 400 response for GetCountryTld
-type GetCountryTldResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCountryTldResponse429Headers the declared response headers of an HTTP 429 response for GetCountryTld
 type GetCountryTldResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5583,8 +5388,6 @@ type GetCountryTldResponse503Headers struct {
 type GetCountryTldResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5595,19 +5398,12 @@ type GetCountryTldResponse struct {
 	Headers200 *GetCountryTldResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCountryTldResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCountryTldResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCountryTldResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCountryTldResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCountryTldResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCountryTldResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5674,14 +5470,6 @@ type GetCsvResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCsvResponse400Headers the declared response headers of an HTTP 400 response for GetCsv
-type GetCsvResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCsvResponse429Headers the declared response headers of an HTTP 429 response for GetCsv
 type GetCsvResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5711,8 +5499,6 @@ type GetCsvResponse503Headers struct {
 type GetCsvResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5723,19 +5509,12 @@ type GetCsvResponse struct {
 	Headers200 *GetCsvResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCsvResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCsvResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCsvResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCsvResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCsvResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCsvResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5802,14 +5581,6 @@ type GetCurrencyResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCurrencyResponse400Headers the declared response headers of an HTTP 400 response for GetCurrency
-type GetCurrencyResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCurrencyResponse429Headers the declared response headers of an HTTP 429 response for GetCurrency
 type GetCurrencyResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5839,8 +5610,6 @@ type GetCurrencyResponse503Headers struct {
 type GetCurrencyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5851,19 +5620,12 @@ type GetCurrencyResponse struct {
 	Headers200 *GetCurrencyResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCurrencyResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCurrencyResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCurrencyResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCurrencyResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCurrencyResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCurrencyResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5930,14 +5692,6 @@ type GetCurrencyNameResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetCurrencyNameResponse400Headers the declared response headers of an HTTP 400 response for GetCurrencyName
-type GetCurrencyNameResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetCurrencyNameResponse429Headers the declared response headers of an HTTP 429 response for GetCurrencyName
 type GetCurrencyNameResponse429Headers struct {
 	RateLimitLimit     *int
@@ -5967,8 +5721,6 @@ type GetCurrencyNameResponse503Headers struct {
 type GetCurrencyNameResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5979,19 +5731,12 @@ type GetCurrencyNameResponse struct {
 	Headers200 *GetCurrencyNameResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetCurrencyNameResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetCurrencyNameResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetCurrencyNameResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetCurrencyNameResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetCurrencyNameResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetCurrencyNameResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6058,14 +5803,6 @@ type GetInEuResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetInEuResponse400Headers the declared response headers of an HTTP 400 response for GetInEu
-type GetInEuResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetInEuResponse429Headers the declared response headers of an HTTP 429 response for GetInEu
 type GetInEuResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6095,8 +5832,6 @@ type GetInEuResponse503Headers struct {
 type GetInEuResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6107,19 +5842,12 @@ type GetInEuResponse struct {
 	Headers200 *GetInEuResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetInEuResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetInEuResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetInEuResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetInEuResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetInEuResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetInEuResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6186,14 +5914,6 @@ type GetIpResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetIpResponse400Headers the declared response headers of an HTTP 400 response for GetIp
-type GetIpResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetIpResponse429Headers the declared response headers of an HTTP 429 response for GetIp
 type GetIpResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6223,8 +5943,6 @@ type GetIpResponse503Headers struct {
 type GetIpResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6235,19 +5953,12 @@ type GetIpResponse struct {
 	Headers200 *GetIpResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetIpResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetIpResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetIpResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetIpResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetIpResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetIpResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6314,14 +6025,6 @@ type GetJsonResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetJsonResponse400Headers the declared response headers of an HTTP 400 response for GetJson
-type GetJsonResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetJsonResponse429Headers the declared response headers of an HTTP 429 response for GetJson
 type GetJsonResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6353,8 +6056,6 @@ type GetJsonResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Location
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6365,8 +6066,6 @@ type GetJsonResponse struct {
 	Headers200 *GetJsonResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetJsonResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetJsonResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetJsonResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -6378,11 +6077,6 @@ type GetJsonResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetJsonResponse) GetJSON200() *Location {
 	return r.JSON200
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetJsonResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6577,14 +6271,6 @@ type GetLanguagesResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetLanguagesResponse400Headers the declared response headers of an HTTP 400 response for GetLanguages
-type GetLanguagesResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetLanguagesResponse429Headers the declared response headers of an HTTP 429 response for GetLanguages
 type GetLanguagesResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6614,8 +6300,6 @@ type GetLanguagesResponse503Headers struct {
 type GetLanguagesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6626,19 +6310,12 @@ type GetLanguagesResponse struct {
 	Headers200 *GetLanguagesResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetLanguagesResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetLanguagesResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetLanguagesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetLanguagesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLanguagesResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetLanguagesResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6705,14 +6382,6 @@ type GetLatitudeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetLatitudeResponse400Headers the declared response headers of an HTTP 400 response for GetLatitude
-type GetLatitudeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetLatitudeResponse429Headers the declared response headers of an HTTP 429 response for GetLatitude
 type GetLatitudeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6742,8 +6411,6 @@ type GetLatitudeResponse503Headers struct {
 type GetLatitudeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6754,19 +6421,12 @@ type GetLatitudeResponse struct {
 	Headers200 *GetLatitudeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetLatitudeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetLatitudeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetLatitudeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetLatitudeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLatitudeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetLatitudeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6833,14 +6493,6 @@ type GetLatlongResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetLatlongResponse400Headers the declared response headers of an HTTP 400 response for GetLatlong
-type GetLatlongResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetLatlongResponse429Headers the declared response headers of an HTTP 429 response for GetLatlong
 type GetLatlongResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6870,8 +6522,6 @@ type GetLatlongResponse503Headers struct {
 type GetLatlongResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6882,19 +6532,12 @@ type GetLatlongResponse struct {
 	Headers200 *GetLatlongResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetLatlongResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetLatlongResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetLatlongResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetLatlongResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLatlongResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetLatlongResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6961,14 +6604,6 @@ type GetLongitudeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetLongitudeResponse400Headers the declared response headers of an HTTP 400 response for GetLongitude
-type GetLongitudeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetLongitudeResponse429Headers the declared response headers of an HTTP 429 response for GetLongitude
 type GetLongitudeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -6998,8 +6633,6 @@ type GetLongitudeResponse503Headers struct {
 type GetLongitudeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7010,19 +6643,12 @@ type GetLongitudeResponse struct {
 	Headers200 *GetLongitudeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetLongitudeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetLongitudeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetLongitudeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetLongitudeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetLongitudeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetLongitudeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7089,14 +6715,6 @@ type GetNetworkResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetNetworkResponse400Headers the declared response headers of an HTTP 400 response for GetNetwork
-type GetNetworkResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetNetworkResponse429Headers the declared response headers of an HTTP 429 response for GetNetwork
 type GetNetworkResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7126,8 +6744,6 @@ type GetNetworkResponse503Headers struct {
 type GetNetworkResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7138,19 +6754,12 @@ type GetNetworkResponse struct {
 	Headers200 *GetNetworkResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetNetworkResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetNetworkResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetNetworkResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetNetworkResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetNetworkResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetNetworkResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7217,14 +6826,6 @@ type GetOrgResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetOrgResponse400Headers the declared response headers of an HTTP 400 response for GetOrg
-type GetOrgResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetOrgResponse429Headers the declared response headers of an HTTP 429 response for GetOrg
 type GetOrgResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7254,8 +6855,6 @@ type GetOrgResponse503Headers struct {
 type GetOrgResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7266,19 +6865,12 @@ type GetOrgResponse struct {
 	Headers200 *GetOrgResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetOrgResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetOrgResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetOrgResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetOrgResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOrgResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetOrgResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7345,14 +6937,6 @@ type GetPostalResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetPostalResponse400Headers the declared response headers of an HTTP 400 response for GetPostal
-type GetPostalResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetPostalResponse429Headers the declared response headers of an HTTP 429 response for GetPostal
 type GetPostalResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7382,8 +6966,6 @@ type GetPostalResponse503Headers struct {
 type GetPostalResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7394,19 +6976,12 @@ type GetPostalResponse struct {
 	Headers200 *GetPostalResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetPostalResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetPostalResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetPostalResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetPostalResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetPostalResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetPostalResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7473,14 +7048,6 @@ type GetRegionResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetRegionResponse400Headers the declared response headers of an HTTP 400 response for GetRegion
-type GetRegionResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetRegionResponse429Headers the declared response headers of an HTTP 429 response for GetRegion
 type GetRegionResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7510,8 +7077,6 @@ type GetRegionResponse503Headers struct {
 type GetRegionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7522,19 +7087,12 @@ type GetRegionResponse struct {
 	Headers200 *GetRegionResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetRegionResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetRegionResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRegionResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetRegionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRegionResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetRegionResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7601,14 +7159,6 @@ type GetRegionCodeResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetRegionCodeResponse400Headers the declared response headers of an HTTP 400 response for GetRegionCode
-type GetRegionCodeResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetRegionCodeResponse429Headers the declared response headers of an HTTP 429 response for GetRegionCode
 type GetRegionCodeResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7638,8 +7188,6 @@ type GetRegionCodeResponse503Headers struct {
 type GetRegionCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7650,19 +7198,12 @@ type GetRegionCodeResponse struct {
 	Headers200 *GetRegionCodeResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetRegionCodeResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetRegionCodeResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetRegionCodeResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetRegionCodeResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRegionCodeResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetRegionCodeResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7729,14 +7270,6 @@ type GetTimezoneResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetTimezoneResponse400Headers the declared response headers of an HTTP 400 response for GetTimezone
-type GetTimezoneResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetTimezoneResponse429Headers the declared response headers of an HTTP 429 response for GetTimezone
 type GetTimezoneResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7766,8 +7299,6 @@ type GetTimezoneResponse503Headers struct {
 type GetTimezoneResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7778,19 +7309,12 @@ type GetTimezoneResponse struct {
 	Headers200 *GetTimezoneResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetTimezoneResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetTimezoneResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTimezoneResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetTimezoneResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetTimezoneResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetTimezoneResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7857,14 +7381,6 @@ type GetUtcOffsetResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetUtcOffsetResponse400Headers the declared response headers of an HTTP 400 response for GetUtcOffset
-type GetUtcOffsetResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetUtcOffsetResponse429Headers the declared response headers of an HTTP 429 response for GetUtcOffset
 type GetUtcOffsetResponse429Headers struct {
 	RateLimitLimit     *int
@@ -7894,8 +7410,6 @@ type GetUtcOffsetResponse503Headers struct {
 type GetUtcOffsetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7906,19 +7420,12 @@ type GetUtcOffsetResponse struct {
 	Headers200 *GetUtcOffsetResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetUtcOffsetResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetUtcOffsetResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetUtcOffsetResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetUtcOffsetResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetUtcOffsetResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetUtcOffsetResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -7985,14 +7492,6 @@ type GetVersionResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetVersionResponse400Headers the declared response headers of an HTTP 400 response for GetVersion
-type GetVersionResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetVersionResponse429Headers the declared response headers of an HTTP 429 response for GetVersion
 type GetVersionResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8022,8 +7521,6 @@ type GetVersionResponse503Headers struct {
 type GetVersionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8034,19 +7531,12 @@ type GetVersionResponse struct {
 	Headers200 *GetVersionResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetVersionResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetVersionResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetVersionResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetVersionResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetVersionResponse503Headers
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetVersionResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8113,14 +7603,6 @@ type GetXmlResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetXmlResponse400Headers the declared response headers of an HTTP 400 response for GetXml
-type GetXmlResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetXmlResponse429Headers the declared response headers of an HTTP 429 response for GetXml
 type GetXmlResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8152,8 +7634,6 @@ type GetXmlResponse struct {
 	HTTPResponse *http.Response
 	// XML200 the response for an HTTP 200 `application/xml` response
 	XML200 *Location
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8164,8 +7644,6 @@ type GetXmlResponse struct {
 	Headers200 *GetXmlResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetXmlResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetXmlResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetXmlResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -8177,11 +7655,6 @@ type GetXmlResponse struct {
 // GetXML200 returns the response for an HTTP 200 `application/xml` response
 func (r GetXmlResponse) GetXML200() *Location {
 	return r.XML200
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetXmlResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8248,14 +7721,6 @@ type GetYamlResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetYamlResponse400Headers the declared response headers of an HTTP 400 response for GetYaml
-type GetYamlResponse400Headers struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	XRequestId         string
-}
-
 // GetYamlResponse429Headers the declared response headers of an HTTP 429 response for GetYaml
 type GetYamlResponse429Headers struct {
 	RateLimitLimit     *int
@@ -8287,8 +7752,6 @@ type GetYamlResponse struct {
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *Location
-	// JSON400 the response for an HTTP 400 `application/json` response
-	JSON400 *ErrorResponse
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *ErrorResponse
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -8299,8 +7762,6 @@ type GetYamlResponse struct {
 	Headers200 *GetYamlResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *GetYamlResponse304Headers
-	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetYamlResponse400Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetYamlResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -8312,11 +7773,6 @@ type GetYamlResponse struct {
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetYamlResponse) GetYAML200() *Location {
 	return r.YAML200
-}
-
-// GetJSON400 returns the response for an HTTP 400 `application/json` response
-func (r GetYamlResponse) GetJSON400() *ErrorResponse {
-	return r.JSON400
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -9745,13 +9201,6 @@ func ParseGetAsnResponse(rsp *http.Response) (*GetAsnResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9866,37 +9315,6 @@ func ParseGetAsnResponse(rsp *http.Response) (*GetAsnResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetAsnResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetAsnResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10335,13 +9753,6 @@ func ParseGetCityResponse(rsp *http.Response) (*GetCityResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10456,37 +9867,6 @@ func ParseGetCityResponse(rsp *http.Response) (*GetCityResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCityResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCityResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10616,13 +9996,6 @@ func ParseGetContinentCodeResponse(rsp *http.Response) (*GetContinentCodeRespons
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10737,37 +10110,6 @@ func ParseGetContinentCodeResponse(rsp *http.Response) (*GetContinentCodeRespons
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetContinentCodeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetContinentCodeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -10897,13 +10239,6 @@ func ParseGetCountryResponse(rsp *http.Response) (*GetCountryResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11018,37 +10353,6 @@ func ParseGetCountryResponse(rsp *http.Response) (*GetCountryResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11178,13 +10482,6 @@ func ParseGetCountryAreaResponse(rsp *http.Response) (*GetCountryAreaResponse, e
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11299,37 +10596,6 @@ func ParseGetCountryAreaResponse(rsp *http.Response) (*GetCountryAreaResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryAreaResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryAreaResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11459,13 +10725,6 @@ func ParseGetCountryCallingCodeResponse(rsp *http.Response) (*GetCountryCallingC
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11580,37 +10839,6 @@ func ParseGetCountryCallingCodeResponse(rsp *http.Response) (*GetCountryCallingC
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryCallingCodeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryCallingCodeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -11740,13 +10968,6 @@ func ParseGetCountryCapitalResponse(rsp *http.Response) (*GetCountryCapitalRespo
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11861,37 +11082,6 @@ func ParseGetCountryCapitalResponse(rsp *http.Response) (*GetCountryCapitalRespo
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryCapitalResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryCapitalResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12021,13 +11211,6 @@ func ParseGetCountryCodeResponse(rsp *http.Response) (*GetCountryCodeResponse, e
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12142,37 +11325,6 @@ func ParseGetCountryCodeResponse(rsp *http.Response) (*GetCountryCodeResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryCodeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryCodeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12302,13 +11454,6 @@ func ParseGetCountryCodeIso3Response(rsp *http.Response) (*GetCountryCodeIso3Res
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12423,37 +11568,6 @@ func ParseGetCountryCodeIso3Response(rsp *http.Response) (*GetCountryCodeIso3Res
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryCodeIso3Response400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryCodeIso3Response429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12583,13 +11697,6 @@ func ParseGetCountryNameResponse(rsp *http.Response) (*GetCountryNameResponse, e
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12704,37 +11811,6 @@ func ParseGetCountryNameResponse(rsp *http.Response) (*GetCountryNameResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryNameResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryNameResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -12864,13 +11940,6 @@ func ParseGetCountryPopulationResponse(rsp *http.Response) (*GetCountryPopulatio
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12985,37 +12054,6 @@ func ParseGetCountryPopulationResponse(rsp *http.Response) (*GetCountryPopulatio
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryPopulationResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryPopulationResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -13145,13 +12183,6 @@ func ParseGetCountryTldResponse(rsp *http.Response) (*GetCountryTldResponse, err
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13266,37 +12297,6 @@ func ParseGetCountryTldResponse(rsp *http.Response) (*GetCountryTldResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCountryTldResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCountryTldResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -13426,13 +12426,6 @@ func ParseGetCsvResponse(rsp *http.Response) (*GetCsvResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13547,37 +12540,6 @@ func ParseGetCsvResponse(rsp *http.Response) (*GetCsvResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCsvResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCsvResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -13707,13 +12669,6 @@ func ParseGetCurrencyResponse(rsp *http.Response) (*GetCurrencyResponse, error) 
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13828,37 +12783,6 @@ func ParseGetCurrencyResponse(rsp *http.Response) (*GetCurrencyResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCurrencyResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCurrencyResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -13988,13 +12912,6 @@ func ParseGetCurrencyNameResponse(rsp *http.Response) (*GetCurrencyNameResponse,
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14109,37 +13026,6 @@ func ParseGetCurrencyNameResponse(rsp *http.Response) (*GetCurrencyNameResponse,
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetCurrencyNameResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetCurrencyNameResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -14269,13 +13155,6 @@ func ParseGetInEuResponse(rsp *http.Response) (*GetInEuResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14390,37 +13269,6 @@ func ParseGetInEuResponse(rsp *http.Response) (*GetInEuResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetInEuResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetInEuResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -14550,13 +13398,6 @@ func ParseGetIpResponse(rsp *http.Response) (*GetIpResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14671,37 +13512,6 @@ func ParseGetIpResponse(rsp *http.Response) (*GetIpResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetIpResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetIpResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -14838,13 +13648,6 @@ func ParseGetJsonResponse(rsp *http.Response) (*GetJsonResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14959,37 +13762,6 @@ func ParseGetJsonResponse(rsp *http.Response) (*GetJsonResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetJsonResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetJsonResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -15400,13 +14172,6 @@ func ParseGetLanguagesResponse(rsp *http.Response) (*GetLanguagesResponse, error
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15521,37 +14286,6 @@ func ParseGetLanguagesResponse(rsp *http.Response) (*GetLanguagesResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetLanguagesResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetLanguagesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -15681,13 +14415,6 @@ func ParseGetLatitudeResponse(rsp *http.Response) (*GetLatitudeResponse, error) 
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15802,37 +14529,6 @@ func ParseGetLatitudeResponse(rsp *http.Response) (*GetLatitudeResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetLatitudeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetLatitudeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -15962,13 +14658,6 @@ func ParseGetLatlongResponse(rsp *http.Response) (*GetLatlongResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16083,37 +14772,6 @@ func ParseGetLatlongResponse(rsp *http.Response) (*GetLatlongResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetLatlongResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetLatlongResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -16243,13 +14901,6 @@ func ParseGetLongitudeResponse(rsp *http.Response) (*GetLongitudeResponse, error
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16364,37 +15015,6 @@ func ParseGetLongitudeResponse(rsp *http.Response) (*GetLongitudeResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetLongitudeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetLongitudeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -16524,13 +15144,6 @@ func ParseGetNetworkResponse(rsp *http.Response) (*GetNetworkResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16645,37 +15258,6 @@ func ParseGetNetworkResponse(rsp *http.Response) (*GetNetworkResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetNetworkResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetNetworkResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -16805,13 +15387,6 @@ func ParseGetOrgResponse(rsp *http.Response) (*GetOrgResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16926,37 +15501,6 @@ func ParseGetOrgResponse(rsp *http.Response) (*GetOrgResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetOrgResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetOrgResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -17086,13 +15630,6 @@ func ParseGetPostalResponse(rsp *http.Response) (*GetPostalResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17207,37 +15744,6 @@ func ParseGetPostalResponse(rsp *http.Response) (*GetPostalResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetPostalResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetPostalResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -17367,13 +15873,6 @@ func ParseGetRegionResponse(rsp *http.Response) (*GetRegionResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17488,37 +15987,6 @@ func ParseGetRegionResponse(rsp *http.Response) (*GetRegionResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetRegionResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetRegionResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -17648,13 +16116,6 @@ func ParseGetRegionCodeResponse(rsp *http.Response) (*GetRegionCodeResponse, err
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17769,37 +16230,6 @@ func ParseGetRegionCodeResponse(rsp *http.Response) (*GetRegionCodeResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetRegionCodeResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetRegionCodeResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -17929,13 +16359,6 @@ func ParseGetTimezoneResponse(rsp *http.Response) (*GetTimezoneResponse, error) 
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18050,37 +16473,6 @@ func ParseGetTimezoneResponse(rsp *http.Response) (*GetTimezoneResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetTimezoneResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetTimezoneResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18210,13 +16602,6 @@ func ParseGetUtcOffsetResponse(rsp *http.Response) (*GetUtcOffsetResponse, error
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18331,37 +16716,6 @@ func ParseGetUtcOffsetResponse(rsp *http.Response) (*GetUtcOffsetResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetUtcOffsetResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetUtcOffsetResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18491,13 +16845,6 @@ func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18612,37 +16959,6 @@ func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetVersionResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetVersionResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18779,13 +17095,6 @@ func ParseGetXmlResponse(rsp *http.Response) (*GetXmlResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18900,37 +17209,6 @@ func ParseGetXmlResponse(rsp *http.Response) (*GetXmlResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetXmlResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetXmlResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -19067,13 +17345,6 @@ func ParseGetYamlResponse(rsp *http.Response) (*GetYamlResponse, error) {
 	case rsp.StatusCode == 304:
 		break // No content-type
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest ErrorResponse
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON400 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19188,37 +17459,6 @@ func ParseGetYamlResponse(rsp *http.Response) (*GetYamlResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers304 = &headers
-	case rsp.StatusCode == 400:
-		var headers GetYamlResponse400Headers
-		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitLimit = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitRemaining = &value
-		}
-		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RateLimitReset = &value
-		}
-		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XRequestId = value
-		}
-		response.Headers400 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetYamlResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
