@@ -139,17 +139,9 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if *rounds <= 0 {
-		*rounds = 1
-		if len(ts) > 1 {
-			*rounds = 3
-		}
-	}
-	if *rounds > 100 {
-		return fmt.Errorf("rounds %d above 100", *rounds)
-	}
-	if *pause < 0 || *pause > time.Minute {
-		return fmt.Errorf("pause %s outside 0..1m", *pause)
+	plan := compare.Rounds{Count: *rounds, Alternate: *alternate, Pause: *pause}
+	if err := plan.Resolve(len(ts)); err != nil {
+		return err
 	}
 	most := *subs // the largest run's subscribers, each a socket
 	if *subsPerChannel > 0 {
@@ -178,11 +170,11 @@ func run(args []string, stdout io.Writer) error {
 	if *saturate {
 		mode = fmt.Sprintf("saturation, %d in flight", *inflight)
 	}
-	rep := &report{Started: time.Now().UTC(), Mode: mode, Subscribers: *subs, InFlight: *inflight, Duration: dur.String(), Rounds: *rounds, Alternate: *alternate}
+	rep := &report{Started: time.Now().UTC(), Mode: mode, Subscribers: *subs, InFlight: *inflight, Duration: dur.String(), Rounds: plan.Count, Alternate: *alternate}
 	if !*saturate {
 		rep.Rate = *rate
 	}
-	fmt.Fprintf(text, "fanout: %d target(s), %d round(s), %d subscribers, %s, %s per run\n", len(ts), *rounds, *subs, mode, *dur)
+	fmt.Fprintf(text, "fanout: %d target(s), %d round(s), %d subscribers, %s, %s per run\n", len(ts), plan.Count, *subs, mode, *dur)
 	table := compare.Table{Metrics: []compare.Metric{
 		{Name: "delivered/s"}, {Name: "sent/s"},
 		{Name: "p50", Duration: true}, {Name: "p99", Duration: true}, {Name: "max", Duration: true},
@@ -195,39 +187,37 @@ func run(args []string, stdout io.Writer) error {
 		rep.Targets = append(rep.Targets, &targetReport{target: t})
 		hists[i] = &hist.Histogram{}
 	}
-	for r := 0; r < *rounds && ctx.Err() == nil; r++ {
-		row := make([]map[string]float64, len(ts))
-		for _, i := range compare.Order(r, len(ts), *alternate) {
-			t := ts[i]
-			nch := *channels
-			if t.Channels > 0 {
-				nch = t.Channels
-			}
-			nsubs := *subs
-			if *subsPerChannel > 0 {
-				nsubs = *subsPerChannel * nch
-			}
-			res, err := fanout.Run(ctx, fanout.Config{
-				SubscribeBases: t.Subscribe, SendBases: t.Send, Channel: *channel, Channels: nch,
-				Subscribers: nsubs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
-				Duration: *dur, Grace: *grace, MaxMessages: *maxMsgs, Token: *token,
-				WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel,
-			})
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r+1, t.Name, err)
-			}
-			if res.Ready < res.Subscribers {
-				fmt.Fprintf(text, "warning: %s round %d: only %d of %d subscribers received a warm-up message\n", t.Name, r+1, res.Ready, res.Subscribers)
-			}
-			if !*saturate && res.SentPerSec() < 0.9**rate {
-				fmt.Fprintf(text, "warning: %s round %d: sent %.1f msg/s of the %.0f asked; the sender was held up\n", t.Name, r+1, res.SentPerSec(), *rate)
-			}
-			row[i] = figures(res, res.Hist)
-			rep.Targets[i].Rounds = append(rep.Targets[i].Rounds, res)
-			hists[i].Merge(res.Hist)
-			compare.Pause(ctx, *pause)
+	err = plan.Run(ctx, &table, func(ctx context.Context, r, i int) (map[string]float64, error) {
+		t := ts[i]
+		nch := *channels
+		if t.Channels > 0 {
+			nch = t.Channels
 		}
-		table.Rounds = append(table.Rounds, row)
+		nsubs := *subs
+		if *subsPerChannel > 0 {
+			nsubs = *subsPerChannel * nch
+		}
+		res, err := fanout.Run(ctx, fanout.Config{
+			SubscribeBases: t.Subscribe, SendBases: t.Send, Channel: *channel, Channels: nch,
+			Subscribers: nsubs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
+			Duration: *dur, Grace: *grace, MaxMessages: *maxMsgs, Token: *token,
+			WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res.Ready < res.Subscribers {
+			fmt.Fprintf(text, "warning: %s round %d: only %d of %d subscribers received a warm-up message\n", t.Name, r+1, res.Ready, res.Subscribers)
+		}
+		if !*saturate && res.SentPerSec() < 0.9**rate {
+			fmt.Fprintf(text, "warning: %s round %d: sent %.1f msg/s of the %.0f asked; the sender was held up\n", t.Name, r+1, res.SentPerSec(), *rate)
+		}
+		rep.Targets[i].Rounds = append(rep.Targets[i].Rounds, res)
+		hists[i].Merge(res.Hist)
+		return figures(res, res.Hist), nil
+	})
+	if err != nil {
+		return err
 	}
 	for i, tr := range rep.Targets {
 		tr.Total = totals(tr.Rounds, hists[i])

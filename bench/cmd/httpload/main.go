@@ -79,20 +79,12 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if *rounds <= 0 {
-		*rounds = 1
-		if len(ts) > 1 {
-			*rounds = 3
-		}
-	}
-	if *rounds > 100 {
-		return fmt.Errorf("rounds %d above 100", *rounds)
+	plan := compare.Rounds{Count: *rounds, Alternate: *alternate, Pause: *pause}
+	if err := plan.Resolve(len(ts)); err != nil {
+		return err
 	}
 	if *timeout <= 0 || *timeout > time.Minute {
 		return fmt.Errorf("timeout %s outside (0, 1m]", *timeout)
-	}
-	if *pause < 0 || *pause > time.Minute {
-		return fmt.Errorf("pause %s outside 0..1m", *pause)
 	}
 	text := stdout
 	if *jsonOut == "-" {
@@ -102,7 +94,7 @@ func run(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rep := &report{Started: time.Now().UTC(), Concurrency: *conc, Duration: dur.String(), Requests: *n, V6Frac: *v6, Rounds: *rounds, Alternate: *alternate}
+	rep := &report{Started: time.Now().UTC(), Concurrency: *conc, Duration: dur.String(), Requests: *n, V6Frac: *v6, Rounds: plan.Count, Alternate: *alternate}
 	runners := make([]*httpload.Runner, len(ts))
 	for i, t := range ts {
 		runners[i] = httpload.NewRunner(*conc, *timeout)
@@ -114,7 +106,7 @@ func run(args []string, stdout io.Writer) error {
 			V6Frac: *v6, Timeout: *timeout, Seed: *seed + uint64(round)*1_000_003}
 	}
 	fmt.Fprintf(text, "httpload: %d target(s), %d round(s), c=%d, d=%s, n=%d, IPv6 share %.0f%%\n",
-		len(ts), *rounds, *conc, *dur, *n, *v6*100)
+		len(ts), plan.Count, *conc, *dur, *n, *v6*100)
 	if *warmup > 0 {
 		for i := range ts {
 			res, err := runners[i].Run(ctx, cfg(i, *warmup, 0, -1))
@@ -140,27 +132,25 @@ func run(args []string, stdout io.Writer) error {
 		totals[i] = &hist.Histogram{}
 		rep.Targets[i].Total = &httpload.Result{Errors: map[string]uint64{}, Hist: totals[i]}
 	}
-	for r := 0; r < *rounds && ctx.Err() == nil; r++ {
-		row := make([]map[string]float64, len(ts))
-		for _, i := range compare.Order(r, len(ts), *alternate) {
-			res, err := runners[i].Run(ctx, cfg(i, *dur, *n, r))
-			if err != nil {
-				return fmt.Errorf("round %d, %s: %w", r+1, ts[i].Name, err)
-			}
-			row[i] = figures(res)
-			tr := rep.Targets[i]
-			tr.Rounds = append(tr.Rounds, res)
-			tot := tr.Total
-			tot.OK += res.OK
-			tot.Elapsed += res.Elapsed
-			tot.BodyBytes += res.BodyBytes
-			for k, v := range res.Errors {
-				tot.Errors[k] += v
-			}
-			totals[i].Merge(res.Hist)
-			compare.Pause(ctx, *pause)
+	err = plan.Run(ctx, &table, func(ctx context.Context, r, i int) (map[string]float64, error) {
+		res, err := runners[i].Run(ctx, cfg(i, *dur, *n, r))
+		if err != nil {
+			return nil, err
 		}
-		table.Rounds = append(table.Rounds, row)
+		tr := rep.Targets[i]
+		tr.Rounds = append(tr.Rounds, res)
+		tot := tr.Total
+		tot.OK += res.OK
+		tot.Elapsed += res.Elapsed
+		tot.BodyBytes += res.BodyBytes
+		for k, v := range res.Errors {
+			tot.Errors[k] += v
+		}
+		totals[i].Merge(res.Hist)
+		return figures(res), nil
+	})
+	if err != nil {
+		return err
 	}
 	for i, tr := range rep.Targets {
 		tr.Total.Latency = totals[i].Summarize()
