@@ -8,7 +8,8 @@ import (
 )
 
 // Kind classifies a domain error so that transports map it to a status in
-// one place (HTTP: 400/422 invalid, 401, 403, 404, 409, 422 blocked, 429, 503).
+// one place, internal/apierr (400 invalid, 401, 403, 404, 409, 410,
+// 422 blocked, 429, 503), for REST and WebSocket alike.
 type Kind string
 
 // Error kinds.
@@ -123,7 +124,7 @@ func Invalid(field, msg string) error {
 }
 
 // Unavailable wraps a storage failure; engines return it for every error
-// of their backend so the HTTP layer answers 503 and nothing is claimed stored.
+// of their backend so transports answer 503 and nothing is claimed stored.
 func Unavailable(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Message: "store unavailable during " + op, Err: err}
 }

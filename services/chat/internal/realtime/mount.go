@@ -28,8 +28,9 @@ type wsInput struct {
 
 // Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
 // the protocol) on srv; the browser client is mounted apart (web.Mount).
-// The hub closes its connections with 1001 when srv stops. With a Redis client on srv
-// (REDIS_URL) and no Presence in opts, presence is counted in Redis.
+// The hub closes its connections with 1001 when srv stops. With a Redis
+// client on srv (REDIS_URL) and no Presence in opts, presence is counted in
+// Redis.
 func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
 	if srv == nil {
 		return nil, errors.New("realtime: a server is required")
@@ -103,7 +104,8 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	var user *chat.User
 	if authz := r.Header.Get("Authorization"); authz != "" {
-		// The library's rule for the header (one word after "Bearer "),
+		// The library's rule for the header (one word after "Bearer ";
+		// its check is not exported, and this endpoint's token is optional),
 		// then the one token check every transport makes, answered by the
 		// one mapping: unknown 401, store down 503, as over REST.
 		scheme, token, ok := strings.Cut(authz, " ")
