@@ -69,8 +69,8 @@ func (v *Validator) Doc() *openapi3.T { return v.doc }
 // present, every value of its schema) and that its body matches the
 // schema of its Content-Type. A 405 is checked against
 // components.responses.MethodNotAllowed. Requests to paths the document
-// does not describe (built-in routes, unknown paths) and CORS preflights
-// are not checked; nil is returned for them.
+// does not describe (built-in routes, unknown paths) are checked only for
+// a Location on a redirect; CORS preflights are not checked.
 func (v *Validator) Check(req *http.Request, status int, header http.Header, body []byte) error {
 	method := req.Method
 	if method == http.MethodOptions && req.Header.Get("Access-Control-Request-Method") != "" {
@@ -89,7 +89,12 @@ func (v *Validator) Check(req *http.Request, status int, header http.Header, bod
 	case errors.Is(err, routers.ErrMethodNotAllowed):
 		return v.checkMethodNotAllowed(req, status, header, body)
 	case err != nil:
-		return nil // not an operation of the document
+		// Not an operation of the document (a built-in route such as /docs, a
+		// trailing-slash redirect): a redirect must still say where to.
+		if status/100 == 3 && status != http.StatusNotModified && header.Get("Location") == "" {
+			return fmt.Errorf("%s %s → %d: a redirect without a Location header", req.Method, req.URL.RequestURI(), status)
+		}
+		return nil
 	}
 	v.count()
 	where := fmt.Sprintf("%s %s → %d", req.Method, req.URL.RequestURI(), status)

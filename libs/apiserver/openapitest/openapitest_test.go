@@ -32,25 +32,26 @@ type badExample struct {
 // something the document does not say.
 func server(t *testing.T) http.Handler {
 	t.Helper()
-	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	off := false // the library's own checks would catch the header lie first
+	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler), ValidateResponses: &off})
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/things/:id", Headers: thingHeaders{}},
-		func(c *apiserver.Context[struct{}], in *thingIn) (thing, error) {
+	type answer = apiserver.Response[thingHeaders, thing]
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/things/:id"},
+		func(c *apiserver.Context[struct{}], in *thingIn) (answer, error) {
 			switch c.Query("lie") {
 			case "status":
 				c.JSON(http.StatusTeapot, map[string]any{"id": in.ID})
-				return thing{}, nil
+				return answer{}, nil
 			case "body":
 				c.Header("ETag", `"1"`)
 				c.JSON(http.StatusOK, map[string]any{"id": in.ID, "size": -1})
-				return thing{}, nil
+				return answer{}, nil
 			case "header":
-				return thing{ID: in.ID}, nil
+				return answer{Body: thing{ID: in.ID}}, nil
 			}
-			c.Header("ETag", `"1"`)
-			return thing{ID: in.ID, Size: 1}, nil
+			return answer{Header: thingHeaders{ETag: `"1"`}, Body: thing{ID: in.ID, Size: 1}}, nil
 		})
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/bad", RateLimit: apiserver.NoRateLimit},
 		func(c *apiserver.Context[struct{}], in *struct{}) (badExample, error) {
@@ -94,6 +95,17 @@ func TestCheckFindsEachKindOfLie(t *testing.T) {
 	rec.Header().Del("Allow")
 	if err := v.Check(req, rec.Code, rec.Header(), rec.Body.Bytes()); err == nil || !strings.Contains(err.Error(), "Allow") {
 		t.Errorf("405 without Allow passed: %v", err)
+	}
+	// A redirect outside the document (the library's /docs) must carry a Location.
+	req = httptest.NewRequest(http.MethodGet, "/docs", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if err := v.Check(req, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil || rec.Code != http.StatusFound {
+		t.Errorf("/docs: %d %v", rec.Code, err)
+	}
+	rec.Header().Del("Location")
+	if err := v.Check(req, rec.Code, rec.Header(), rec.Body.Bytes()); err == nil || !strings.Contains(err.Error(), "Location") {
+		t.Errorf("a redirect without Location passed: %v", err)
 	}
 	if v.Checked() < 6 {
 		t.Errorf("checked %d answers", v.Checked())

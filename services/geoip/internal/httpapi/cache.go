@@ -38,10 +38,16 @@ func (ans *answer) set(loc *Location, version string) {
 // stored, so the cache neither allocates a shared answer per request nor keeps 65,536 of
 // them live for the collector to mark; an address asked twice is cached from then on.
 type answerCache struct {
-	slots []atomic.Pointer[answer]
-	seen  []atomic.Uint32
+	slots []cacheSlot
 	mask  uint64
 	ttl   time.Duration
+}
+
+// cacheSlot keeps the admission fingerprint beside the answer pointer: under random
+// addresses every request misses, and one cache line per miss instead of two is felt.
+type cacheSlot struct {
+	ans  atomic.Pointer[answer]
+	seen atomic.Uint64
 }
 
 // newAnswerCache holds up to size answers, rounded up to a power of two (size <= 0
@@ -54,7 +60,7 @@ func newAnswerCache(size int, ttl time.Duration) *answerCache {
 	for n < size {
 		n <<= 1
 	}
-	return &answerCache{slots: make([]atomic.Pointer[answer], n), seen: make([]atomic.Uint32, n), mask: uint64(n - 1), ttl: ttl}
+	return &answerCache{slots: make([]cacheSlot, n), mask: uint64(n - 1), ttl: ttl}
 }
 
 func hashAddr(addr netip.Addr) uint64 {
@@ -67,7 +73,7 @@ func hashAddr(addr netip.Addr) uint64 {
 }
 
 func (c *answerCache) slot(addr netip.Addr) *atomic.Pointer[answer] {
-	return &c.slots[hashAddr(addr)&c.mask]
+	return &c.slots[hashAddr(addr)&c.mask].ans
 }
 
 // admit reports whether addr missed before (it is then worth caching), and otherwise
@@ -77,8 +83,8 @@ func (c *answerCache) admit(addr netip.Addr) bool {
 		return false
 	}
 	h := hashAddr(addr)
-	fp := uint32(h>>32) | 1 // never 0, the empty slot
-	s := &c.seen[h&c.mask]
+	fp := h | 1 // never 0, the empty slot
+	s := &c.slots[h&c.mask].seen
 	if s.Load() == fp {
 		return true
 	}
@@ -116,7 +122,7 @@ func (c *answerCache) purge() {
 		return
 	}
 	for i := range c.slots {
-		c.slots[i].Store(nil)
+		c.slots[i].ans.Store(nil)
 	}
 }
 
@@ -127,7 +133,7 @@ func (c *answerCache) len() int {
 	}
 	n := 0
 	for i := range c.slots {
-		if c.slots[i].Load() != nil {
+		if c.slots[i].ans.Load() != nil {
 			n++
 		}
 	}
