@@ -16,22 +16,21 @@ import (
 const authTimeout = 2 * time.Second
 
 // Authenticator maps bearer tokens to users through the chat service. It
-// exists before the service does: the server is built first (its Redis
-// client is shared with the Redis engine), the service after; set Service
-// before the server starts.
+// is made from the service, so it exists only once the service does
+// (cmd/chat wires store, service, authenticator, then the HTTP server).
 type Authenticator struct {
-	Service *chat.Service
+	svc *chat.Service
 }
+
+// NewAuthenticator returns the authenticator of svc.
+func NewAuthenticator(svc *chat.Service) *Authenticator { return &Authenticator{svc: svc} }
 
 // Validate is the server's TokenValidator. An unknown token is refused
 // (403); a store that cannot be asked answers 503.
 func (a *Authenticator) Validate(token string, r *http.Request) apiserver.AuthResult[chat.User] {
-	if a.Service == nil {
-		return apiserver.AuthResult[chat.User]{Err: StatusError(errUnavailable, inBody)} // not wired yet
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)
 	defer cancel()
-	u, err := a.Service.Authenticate(ctx, token)
+	u, err := a.svc.Authenticate(ctx, token)
 	switch {
 	case err == nil:
 		return apiserver.AuthResult[chat.User]{Valid: true, Context: u}

@@ -30,8 +30,8 @@ type Options struct {
 	// Sender sends messages (svc). Pass the HTTP API's sender so both
 	// transports share its per-user limit.
 	Sender Sender
-	// Presence counts connections over replicas (Redis when the server has
-	// a Redis client, else in process).
+	// Presence counts connections over replicas (redispresence on the
+	// service's Redis client; in process when nil).
 	Presence Presence
 	// ReplicaID names this process in presence counts (random).
 	ReplicaID string
