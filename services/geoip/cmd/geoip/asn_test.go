@@ -16,6 +16,7 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
+	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 )
@@ -59,7 +60,7 @@ func TestASNDatabase(t *testing.T) {
 	writeASN(t, path, "Google LLC")
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	asnDB, err := openASN(ctx, config{ASNPath: path, WatchInterval: time.Hour}, log)
+	asnDB, err := openASN(ctx, config.Config{ASNPath: path, WatchInterval: time.Hour}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestASNDatabase(t *testing.T) {
 		b, _ := io.ReadAll(w.Body)
 		return string(b)
 	}
-	srv, _, err := newHTTPServer(db, asnDB, httpEnv(nil), log)
+	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Getenv: httpEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,11 @@ func TestASNDatabase(t *testing.T) {
 		t.Errorf("after reload org = %q (a cached answer of the old ASN database?)", got)
 	}
 
-	if _, err := openASN(ctx, config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
+	if _, err := openASN(ctx, config.Config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
 		t.Errorf("a missing ASN file: %v", err)
 	}
 
-	plain, _, err := newHTTPServer(db, nil, httpEnv(nil), log)
+	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log, Getenv: httpEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
