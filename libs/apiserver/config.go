@@ -47,7 +47,8 @@ type Config[A any] struct {
 	// Settings are the common settings a service loaded itself with
 	// LoadSettings (PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL):
 	// New uses them as they are and does not read those variables. When
-	// nil, New loads them, and the four fields below override them.
+	// nil, New loads them, and the four fields below and RedisURL
+	// override them.
 	Settings *Settings
 	Port     int    // PORT, 3000; 0 here means unset (PORT=0 picks a free port)
 	Host     string // HOST, 127.0.0.1
