@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/clientip"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
@@ -43,10 +44,16 @@ type TokenValidator[A any] func(token string, r *http.Request) AuthResult[A]
 // Config configures a Server. Every field is optional: a set field beats
 // the environment, which beats the default (see the README table).
 type Config[A any] struct {
-	Port     int    // PORT, 3000; see ListenAddr for port 0
+	// Settings are the common settings a service loaded itself with
+	// LoadSettings (PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL):
+	// New uses them as they are and does not read those variables. When
+	// nil, New loads them, and the four fields below and RedisURL
+	// override them.
+	Settings *Settings
+	Port     int    // PORT, 3000; 0 here means unset (PORT=0 picks a free port)
 	Host     string // HOST, 127.0.0.1
 	Env      string // APP_ENV or NODE_ENV: development (default) or production
-	LogLevel string // LOG_LEVEL: debug, info (default), warn, error
+	LogLevel string // LOG_LEVEL: debug, info (default), warn (or warning), error
 
 	APITitle       string // documentation title, "API Documentation"
 	APIDescription string
@@ -73,7 +80,14 @@ type Config[A any] struct {
 	MetricsEnabled *bool  // METRICS_ENABLED, true
 	CORSOrigin     string // CORS_ORIGIN: "*", one origin, or a comma list
 
-	// RedisURL makes rate-limit counters live in Redis (REDIS_URL).
+	// Redis is the client the rate-limit counters live on, shared by every
+	// replica. The caller opened it (redisconn.Open) and closes it after
+	// Stop; the library never closes it. Services pass theirs, so one
+	// pool serves the service and the limiter.
+	Redis redis.UniversalClient
+	// RedisURL is REDIS_URL for a server without Config.Redis: New then
+	// opens a client of its own for the counters (and closes it on Stop).
+	// Ignored when Redis is set.
 	RedisURL string
 	// ServiceName names the service in shared stores: rate-limit keys are
 	// rate:apiserver:<ServiceName>:..., so two services on one Redis
@@ -110,10 +124,8 @@ type Config[A any] struct {
 
 // settings is the resolved configuration: every value known and valid.
 type settings struct {
-	port            int
-	host            string
-	production      bool
-	logLevel        slog.Level
+	common          Settings
+	production      bool // common.Production()
 	title, desc     string
 	version         string
 	tags            []Tag
@@ -124,7 +136,6 @@ type settings struct {
 	failClosed      bool
 	metrics         bool
 	corsOrigins     []string
-	redisURL        string
 	trusted         clientip.Set
 	bodyLimit       int64
 	timeouts        timeouts
@@ -163,52 +174,33 @@ func resolve[A any](c *Config[A]) (settings, error) {
 	}
 	s := settings{}
 
-	// port
-	s.port = DefaultPort
-	if c.Port != 0 {
-		s.port = c.Port
-	} else if v := getenv("PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 0 || p > 65535 {
-			bad("PORT", v, "must be an integer from 0 to 65535")
-		} else {
-			s.port = p
+	if c.Settings != nil {
+		if c.Port != 0 || c.Host != "" || c.Env != "" || c.LogLevel != "" || c.RedisURL != "" {
+			errs = append(errs, errors.New("Config.Settings is set, and so is one of Port, Host, Env, LogLevel, RedisURL: set one or the other"))
 		}
-	}
-	if s.port < 0 || s.port > 65535 {
-		bad("Port", strconv.Itoa(s.port), "must be from 0 to 65535")
-	}
-	s.host = firstNonEmpty(c.Host, getenv("HOST"), DefaultHost)
-
-	env := c.Env
-	envName := "Env"
-	if env == "" {
-		env, envName = getenv("APP_ENV"), "APP_ENV"
-		if env == "" {
-			env, envName = getenv("NODE_ENV"), "NODE_ENV"
+		s.common = *c.Settings
+		if err := s.common.check(); err != nil {
+			errs = append(errs, err)
 		}
+	} else {
+		// The fields beat the environment: they answer for their variable.
+		over := map[string]string{"PORT": "", "HOST": c.Host, "APP_ENV": c.Env, "LOG_LEVEL": c.LogLevel, "REDIS_URL": c.RedisURL}
+		if c.Port != 0 {
+			over["PORT"] = strconv.Itoa(c.Port)
+		}
+		field := map[string]string{"PORT": "Port", "HOST": "Host", "APP_ENV": "Env", "LOG_LEVEL": "LogLevel", "REDIS_URL": "RedisURL"}
+		common, err := loadSettings(func(key string) (string, string) {
+			if v := over[key]; v != "" {
+				return v, field[key]
+			}
+			return getenv(key), key
+		}, Defaults{})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.common = common
 	}
-	switch env {
-	case "", "development":
-	case "production":
-		s.production = true
-	default:
-		bad(envName, env, "must be development or production")
-	}
-
-	level := firstNonEmpty(c.LogLevel, getenv("LOG_LEVEL"), "info")
-	switch strings.ToLower(level) {
-	case "debug":
-		s.logLevel = slog.LevelDebug
-	case "info":
-		s.logLevel = slog.LevelInfo
-	case "warn", "warning":
-		s.logLevel = slog.LevelWarn
-	case "error":
-		s.logLevel = slog.LevelError
-	default:
-		bad("LOG_LEVEL", level, "must be debug, info, warn or error")
-	}
+	s.production = s.common.Production()
 
 	s.title = firstNonEmpty(c.APITitle, "API Documentation")
 	s.desc = c.APIDescription
@@ -276,7 +268,6 @@ func resolve[A any](c *Config[A]) (settings, error) {
 		}
 	}
 
-	s.redisURL = firstNonEmpty(c.RedisURL, getenv("REDIS_URL"))
 	trusted := c.TrustedProxies
 	if trusted == nil {
 		trusted = splitList(getenv("TRUSTED_PROXIES"))

@@ -15,12 +15,23 @@ import (
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 )
 
-// setupLimiter picks the counter store. With REDIS_URL there are two
-// clients: the one applications share (Redis()), and a fail-fast one for
-// the limiter whose every call is bounded by ratelimit.DefaultRedisTimeout,
-// so a hung Redis adds at most that to a request.
+// setupLimiter picks the counter store: the caller's Redis client
+// (Config.Redis), else a client of the library's own when REDIS_URL is
+// set, else memory. Every limiter call is bounded by
+// ratelimit.DefaultRedisTimeout through its context, so a hung Redis adds
+// at most that to a request, whichever client it runs on. The library's
+// own client is made for that path alone: short socket timeouts and no
+// retries (a retry could only finish after the deadline).
 func (s *Server[A]) setupLimiter() error {
-	if s.set.redisURL == "" {
+	client := s.cfg.Redis
+	if client == nil && s.set.common.RedisURL != "" {
+		own, err := redisconn.OpenWith(s.set.common.RedisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
+		if err != nil {
+			return err
+		}
+		client, s.ownRedis = own, own
+	}
+	if client == nil {
 		// The memory store cannot fail, but the guard keeps the
 		// ratelimit_backend_errors_total series present for dashboards.
 		guard := ratelimit.NewGuard(ratelimit.NewMemory(ratelimit.MemoryConfig{}), ratelimit.GuardConfig{Logger: s.log})
@@ -30,37 +41,38 @@ func (s *Server[A]) setupLimiter() error {
 		s.limiter = guard
 		return nil
 	}
-	client, err := redisconn.Open(s.set.redisURL)
-	if err != nil {
-		return err
-	}
-	fast, err := redisconn.OpenWith(s.set.redisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
-	if err != nil {
-		_ = client.Close()
-		return err
-	}
 	name := s.cfg.ServiceName
 	if name == "" {
 		name = "api"
 	}
-	rl, err := ratelimit.NewRedis(fast, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":"})
+	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":"})
 	if err != nil {
-		_ = client.Close()
-		_ = fast.Close()
+		_ = s.closeOwnRedis()
 		return fmt.Errorf("rate limiter: %w", err)
 	}
 	guard := ratelimit.NewGuard(rl, ratelimit.GuardConfig{FailClosed: s.set.failClosed, Logger: s.log})
 	if err := s.registry.Register(guard); err != nil {
+		_ = s.closeOwnRedis()
 		return fmt.Errorf("register rate limiter metrics: %w", err)
 	}
-	s.redis, s.limiter = client, guard
-	s.OnShutdown(fast.Close)
+	s.limiter, s.redisLimited = guard, true
 	s.AddReadinessCheck("redis", func(ctx context.Context) error { return client.Ping(ctx).Err() })
 	return nil
 }
 
+// closeOwnRedis closes the client the library opened itself, if any;
+// Config.Redis belongs to the caller and is never closed here.
+func (s *Server[A]) closeOwnRedis() error {
+	if s.ownRedis == nil {
+		return nil
+	}
+	err := s.ownRedis.Close()
+	s.ownRedis = nil
+	return err
+}
+
 func (s *Server[A]) limiterKind() string {
-	if s.redis != nil {
+	if s.redisLimited {
 		return "redis"
 	}
 	return "memory"

@@ -6,7 +6,18 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
+
+// NewRegistry is the registry New makes when Config.Registry is nil, with
+// the Go and process collectors. A service whose parts register metrics
+// before the server exists (the order of wiring is connections, stores,
+// service, then HTTP) makes it first and passes it as Config.Registry.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
 
 // unmatchedRoute is the route label of requests that matched no route, so
 // scanners cannot blow up the label cardinality.

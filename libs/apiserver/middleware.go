@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -25,14 +24,6 @@ func RequestID(c *gin.Context) string {
 		return v[0]
 	}
 	return ""
-}
-
-func newLogger(production bool, level slog.Level, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if production {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // commonMiddleware runs on every request: recovery, request id, access log

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 )
 
@@ -139,5 +141,49 @@ func TestRedisDownFailClosed(t *testing.T) {
 	code, body := getAs(t, a.URL+"/items", "203.0.113.9")
 	if code != 503 || !strings.Contains(body, "Rate limiter unavailable") {
 		t.Fatalf("fail closed with Redis down: %d %s", code, body)
+	}
+}
+
+// TestCallerRedisClient: with Config.Redis the counters live on the
+// caller's client (REDIS_URL, here pointing nowhere, is not opened), /readyz
+// pings it, and Stop leaves it open for its owner to close.
+func TestCallerRedisClient(t *testing.T) {
+	rds := redistest.Start(t)
+	client, err := redisconn.Open(rds.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv:      func(k string) string { return map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0"}[k] },
+		Logger:      slog.New(slog.DiscardHandler),
+		Redis:       client,
+		ServiceName: "mine",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items"},
+		func(c *apiserver.Context[struct{}], in *listIn) (listOut, error) {
+			return listOut{Limit: in.Limit}, nil
+		})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	if code, body := get(t, ts.URL+"/items"); code != 200 {
+		t.Fatalf("GET /items: %d %s", code, body)
+	}
+	ctx := context.Background()
+	keys, err := client.Keys(ctx, "rate:apiserver:mine:global:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("counter keys in the caller's Redis: %v %v", keys, err)
+	}
+	if code, body := get(t, ts.URL+"/readyz"); code != 200 || !strings.Contains(body, "redis") {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		t.Fatalf("Stop closed the caller's client: %v", err)
 	}
 }

@@ -18,13 +18,13 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/clientip"
@@ -48,10 +48,14 @@ type Server[A any] struct {
 	schemas  *schema.Registry
 	docs     *openAPI
 
-	clientIP  *clientip.Resolver
-	redis     redis.UniversalClient
-	limiter   ratelimit.Limiter
-	tokenHash []byte
+	clientIP *clientip.Resolver
+	limiter  ratelimit.Limiter
+	// redisLimited: the counters live in Redis. ownRedis is the client
+	// the library opened itself from REDIS_URL (no Config.Redis), closed
+	// on Stop.
+	redisLimited bool
+	ownRedis     redis.UniversalClient
+	tokenHash    []byte
 
 	checksMu sync.Mutex
 	checks   []readinessCheck
@@ -83,7 +87,7 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	s := &Server[A]{cfg: cfg, set: set, schemas: schema.NewRegistry(), done: make(chan struct{})}
 	s.log = cfg.Logger
 	if s.log == nil {
-		s.log = newLogger(set.production, set.logLevel, os.Stderr)
+		s.log = NewLogger(set.common, os.Stderr)
 	}
 	s.clientIP = clientip.NewResolverFromSet(set.trusted)
 	if tok := firstNonEmpty(cfg.APIToken, getenvOr(cfg.Getenv)("API_TOKEN")); tok != "" {
@@ -93,8 +97,7 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 
 	s.registry = cfg.Registry
 	if s.registry == nil {
-		s.registry = prometheus.NewRegistry()
-		s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		s.registry = NewRegistry()
 	}
 	s.metrics = newHTTPMetrics(s.registry)
 
@@ -163,10 +166,6 @@ func (s *Server[A]) Logger() *slog.Logger { return s.log }
 // their own collectors to it.
 func (s *Server[A]) Registry() *prometheus.Registry { return s.registry }
 
-// Redis is the client made from REDIS_URL, or nil when none is set.
-// Applications share it rather than opening a second pool.
-func (s *Server[A]) Redis() redis.UniversalClient { return s.redis }
-
 // Production reports whether the server runs in production mode.
 func (s *Server[A]) Production() bool { return s.set.production }
 
@@ -188,7 +187,8 @@ func (s *Server[A]) AddReadinessCheck(name string, check func(context.Context) e
 
 // OnShutdown registers a function run when the server stops, after it
 // stops accepting requests (close WebSockets, flush queues). Functions run
-// in reverse order of registration; Redis is closed after all of them.
+// in reverse order of registration; the library's own Redis client (see
+// Config.RedisURL) is closed after all of them.
 func (s *Server[A]) OnShutdown(f func() error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,7 +220,7 @@ func (s *Server[A]) Start() error {
 		s.log.Info("routes attached to the caller's engine", "docs", "/docs")
 		return nil
 	}
-	addr := net.JoinHostPort(s.set.host, strconv.Itoa(s.set.port))
+	addr := net.JoinHostPort(s.set.common.Host, strconv.Itoa(s.set.common.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		s.started = false
@@ -247,20 +247,15 @@ func (s *Server[A]) Start() error {
 	host := ln.Addr().String()
 	s.log.Info("server listening", "addr", host, "docs", "http://"+host+"/docs",
 		"metrics", s.set.metrics, "rate_limit", fmt.Sprintf("%d per %s", s.set.rateMax, s.set.rateWindow),
-		"rate_limit_store", s.limiterKind(), "env", envName(s.set.production))
+		"rate_limit_store", s.limiterKind(), "env", s.set.common.Env, "log_level", s.set.common.LogLevel.String(),
+		"cors_origin", strings.Join(s.set.corsOrigins, ","), "trusted_proxies", s.set.trusted.String())
 	return nil
-}
-
-func envName(production bool) string {
-	if production {
-		return "production"
-	}
-	return "development"
 }
 
 // Stop stops the server: readiness turns false, the listener closes,
 // in-flight requests finish within ShutdownTimeout (or ctx), shutdown
-// hooks run, then Redis closes. A caller-supplied engine is not closed.
+// hooks run, then the Redis client the library opened itself closes
+// (never Config.Redis). A caller-supplied engine is not closed.
 // Calling Stop again returns the first result.
 func (s *Server[A]) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
@@ -285,10 +280,8 @@ func (s *Server[A]) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if s.redis != nil {
-			if err := s.redis.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close redis: %w", err))
-			}
+		if err := s.closeOwnRedis(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 		s.stopErr = errors.Join(errs...)
 		close(s.done)

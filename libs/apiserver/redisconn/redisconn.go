@@ -47,6 +47,23 @@ func tune(ctxTimeout *bool, dial, read, write, pool *time.Duration, retries *int
 
 // OpenWith is Open with options.
 func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
+	open, err := parse(rawURL, o)
+	if err != nil {
+		return nil, err
+	}
+	return open(), nil
+}
+
+// Validate reports whether rawURL is a REDIS_URL that Open accepts,
+// without making a client: settings are checked at start-up, before any
+// connection is opened.
+func Validate(rawURL string) error {
+	_, err := parse(rawURL, Options{})
+	return err
+}
+
+// parse checks rawURL and returns what makes its client.
+func parse(rawURL string, o Options) (func() redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
@@ -67,7 +84,7 @@ func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 		if o.Timeout > 0 {
 			opts.DialerRetries = 1 // a refused dial fails now, not after five tries
 		}
-		return redis.NewClient(opts), nil
+		return func() redis.UniversalClient { return redis.NewClient(opts) }, nil
 	case "redis+sentinel", "rediss+sentinel":
 		return sentinel(u, strings.TrimSuffix(u.Scheme, "+sentinel"), o)
 	case "redis+cluster", "rediss+cluster":
@@ -76,7 +93,7 @@ func OpenWith(rawURL string, o Options) (redis.UniversalClient, error) {
 	return nil, fmt.Errorf("REDIS_URL: scheme %q: use redis://, rediss://, redis+sentinel:// or redis+cluster://", u.Scheme)
 }
 
-func cluster(u *url.URL, scheme string, o Options) (redis.UniversalClient, error) {
+func cluster(u *url.URL, scheme string, o Options) (func() redis.UniversalClient, error) {
 	c := *u
 	c.Scheme = scheme
 	opts, err := redis.ParseClusterURL(c.String())
@@ -84,10 +101,10 @@ func cluster(u *url.URL, scheme string, o Options) (redis.UniversalClient, error
 		return nil, fmt.Errorf("REDIS_URL (cluster): %w", err)
 	}
 	tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
-	return redis.NewClusterClient(opts), nil
+	return func() redis.UniversalClient { return redis.NewClusterClient(opts) }, nil
 }
 
-func sentinel(u *url.URL, scheme string, o Options) (redis.UniversalClient, error) {
+func sentinel(u *url.URL, scheme string, o Options) (func() redis.UniversalClient, error) {
 	c := *u
 	c.Scheme = scheme
 	if !c.Query().Has("master_name") {
@@ -98,14 +115,40 @@ func sentinel(u *url.URL, scheme string, o Options) (redis.UniversalClient, erro
 		return nil, fmt.Errorf("REDIS_URL (sentinel): %w", err)
 	}
 	tune(&opts.ContextTimeoutEnabled, &opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout, &opts.MaxRetries, o)
-	return redis.NewFailoverClient(opts), nil
+	return func() redis.UniversalClient { return redis.NewFailoverClient(opts) }, nil
 }
 
-// Redacted is rawURL with any password hidden, for logs.
+// Redacted is rawURL fit for logs: the user and password are replaced by
+// "***" (a URL written redis://secret@host puts the secret where the user
+// goes), and so is the value of every query parameter whose name says
+// password (Sentinel URLs may carry the master's as password=...).
 func Redacted(rawURL string) string {
+	if rawURL == "" {
+		return ""
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(unparsable)"
 	}
-	return u.Redacted()
+	hadUser := u.User != nil
+	u.User = nil
+	if q := u.Query(); len(q) > 0 {
+		masked := false
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q[k] = []string{mask}
+				masked = true
+			}
+		}
+		if masked {
+			u.RawQuery = strings.ReplaceAll(q.Encode(), url.QueryEscape(mask), mask)
+		}
+	}
+	s := u.String()
+	if hadUser {
+		s = strings.Replace(s, "://", "://"+mask+"@", 1)
+	}
+	return s
 }
+
+const mask = "***"

@@ -83,3 +83,34 @@ func TestRedacted(t *testing.T) {
 		t.Fatalf("password shown: %s", got)
 	}
 }
+
+func TestRedactedHidesEverySecret(t *testing.T) {
+	rows := []struct{ in, want string }{
+		{"", ""},
+		{"redis://localhost:6379/0", "redis://localhost:6379/0"},
+		{"redis://user:secret@host:6379/0", "redis://***@host:6379/0"},
+		{"redis://:secret@host:6379/0", "redis://***@host:6379/0"},
+		{"redis://secret@host:6379/0", "redis://***@host:6379/0"},
+		{"redis+sentinel://:secret@s1:26379/0?master_name=m&password=secret&sentinel_password=secret",
+			"redis+sentinel://***@s1:26379/0?master_name=m&password=***&sentinel_password=***"},
+		{"redis://host:6379/0?addr=n2:6379", "redis://host:6379/0?addr=n2:6379"},
+	}
+	for _, r := range rows {
+		got := redisconn.Redacted(r.in)
+		if got != r.want || strings.Contains(got, "secret") {
+			t.Errorf("Redacted(%q) = %q, want %q", r.in, got, r.want)
+		}
+	}
+}
+
+func TestValidateAgreesWithOpen(t *testing.T) {
+	for _, u := range []string{"redis://localhost:6379/0", "redis+cluster://n1:6379?addr=n2:6379", "http://x", "redis+sentinel://s1:26379/0", "redis://h/0?bogus=1"} {
+		c, openErr := redisconn.Open(u)
+		if c != nil {
+			_ = c.Close()
+		}
+		if err := redisconn.Validate(u); (err == nil) != (openErr == nil) {
+			t.Errorf("%s: Validate %v, Open %v", u, err, openErr)
+		}
+	}
+}

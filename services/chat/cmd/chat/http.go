@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apistack/platform/libs/apiserver"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
@@ -13,18 +15,19 @@ import (
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
 	"github.com/apistack/platform/services/chat/internal/redisstore"
 	"github.com/apistack/platform/services/chat/web"
 )
 
-// newHTTPServer builds the API server from the environment (PORT, HOST,
-// RATE_LIMIT_*, CORS_ORIGIN, REDIS_URL, ... as DESIGN.md lists). It is
-// built before the engine: with REDIS_URL, the Redis engine runs on the
-// server's client, so requests use one pool. Set the returned
-// Authenticator's Service before the server starts.
-func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string) (*apiserver.Server[chat.User], *httpapi.Authenticator, error) {
-	auth := &httpapi.Authenticator{}
+// newHTTPServer builds the API server on the settings config loaded (the
+// library reads its own variables: RATE_LIMIT_*, CORS_ORIGIN,
+// TRUSTED_PROXIES, ... as DESIGN.md lists) with the process's Redis client
+// for the rate-limit counters.
+func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string, auth *httpapi.Authenticator, rdb redis.UniversalClient) (*apiserver.Server[chat.User], error) {
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
+		Settings:       &cfg.Settings,
+		Redis:          rdb,
 		APITitle:       "Chat API",
 		ServiceName:    "chat",
 		APIVersion:     version,
@@ -35,20 +38,20 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 		Getenv:         getenv,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("http server: %w", err)
+		return nil, fmt.Errorf("http server: %w", err)
 	}
-	return srv, auth, nil
+	return srv, nil
 }
 
-// openStore opens the engine: memory, or Redis on the server's client (one
-// server, Sentinel or Cluster, as REDIS_URL says). Live delivery needs no
-// pool of its own: it reads every channel through one Pub/Sub connection
-// and short non-blocking reads (internal/realtime/doc.go).
-func openStore(ctx context.Context, cfg config.Config, srv *apiserver.Server[chat.User]) (chat.Store, error) {
-	if cfg.RedisURL == "" {
+// openStore opens the engine: memory, or Redis on the process's client
+// (one server, Sentinel or Cluster, as REDIS_URL says). Live delivery
+// needs no pool of its own: it reads every channel through one Pub/Sub
+// connection and short non-blocking reads (internal/realtime/doc.go).
+func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (chat.Store, error) {
+	if rdb == nil {
 		return memory.New(cfg.History), nil
 	}
-	store := redisstore.New(srv.Redis(), redisstore.Options{History: cfg.History})
+	store := redisstore.New(rdb, redisstore.Options{History: cfg.History})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
@@ -64,11 +67,11 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 		return err
 	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
-	limits, err := realtime.LimitsFromEnv(getenv)
-	if err != nil {
-		return err
+	opts := realtime.Options{Logger: app.Log, Limits: &app.Config.Sockets}
+	if app.Redis != nil {
+		opts.Presence = redispresence.New(app.Redis, "", 0)
 	}
-	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Options{Logger: app.Log, Limits: &limits}); err != nil {
+	if _, err := realtime.Mount(app.HTTP, app.Service, opts); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
 	web.Mount(app.HTTP.Instance())

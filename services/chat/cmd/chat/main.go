@@ -8,17 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
+	"github.com/apistack/platform/services/chat/internal/httpapi"
 )
 
 // version is the build's version, set with -ldflags "-X main.version=...";
@@ -57,57 +58,67 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown subcommand %q (want serve or healthcheck)", cmd)
 }
 
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.Production() {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// App is the wired service: what the HTTP and real-time layers will be
-// built on.
+// App is the wired service, built in one direction: settings, then
+// connections, store, service, authenticator and the HTTP server, each
+// from what came before it.
 type App struct {
-	Config  config.Config
-	Log     *slog.Logger
+	Config config.Config
+	Log    *slog.Logger
+	// Redis is the one client of the process (nil with the memory
+	// engine): the store, the send limit, presence and the library's
+	// rate-limit counters share its pool. App closes it last.
+	Redis   redis.UniversalClient
 	Store   chat.Store
 	Service *chat.Service
 	Admin   chat.User
-	// HTTP is the API server (cmd/chat/http.go); the Redis engine shares
-	// its client.
-	HTTP *apiserver.Server[chat.User]
+	HTTP    *apiserver.Server[chat.User] // cmd/chat/http.go
 }
 
-// Close stops the server (a no-op once it has stopped) and releases the engine.
+// Close stops the server (a no-op once it has stopped), then releases the
+// engine and the connection they ran on.
 func (a *App) Close() error {
-	return errors.Join(a.HTTP.Stop(context.Background()), a.Store.Close())
+	errs := []error{a.HTTP.Stop(context.Background()), a.Store.Close()}
+	if a.Redis != nil {
+		errs = append(errs, a.Redis.Close())
+	}
+	return errors.Join(errs...)
 }
 
-// build reads the configuration, opens the engine and bootstraps the admin.
-func build(ctx context.Context, getenv func(string) string, logw io.Writer) (*App, error) {
+// build reads the configuration, opens the connection and the engine,
+// bootstraps the admin and builds the HTTP server on them.
+func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app *App, err error) {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return nil, err
 	}
-	log := newLogger(cfg, logw)
-	srv, auth, err := newHTTPServer(cfg, log, getenv)
-	if err != nil {
+	app = &App{Config: cfg, Log: apiserver.NewLogger(cfg.Settings, logw)}
+	// Whatever fails below, what was opened so far is released.
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	if cfg.Settings.RedisURL != "" {
+		if app.Redis, err = redisconn.Open(cfg.Settings.RedisURL); err != nil {
+			return nil, err
+		}
+		closers = append(closers, app.Redis.Close)
+	}
+	if app.Store, err = openStore(ctx, cfg, app.Redis); err != nil {
 		return nil, err
 	}
-	store, err := openStore(ctx, cfg, srv)
-	if err != nil {
-		_ = srv.Stop(context.Background())
-		return nil, err
-	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.PublicRead, Logger: log, Limits: cfg.Limits, SendLimit: cfg.SendLimit})
-	auth.Service = svc
-	admin, err := svc.Bootstrap(ctx, cfg.AdminToken)
-	if err != nil {
-		_ = srv.Stop(context.Background())
-		_ = store.Close()
+	closers = append(closers, app.Store.Close)
+	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit})
+	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}
-	return &App{Config: cfg, Log: log, Store: store, Service: svc, Admin: admin, HTTP: srv}, nil
+	if app.HTTP, err = newHTTPServer(cfg, app.Log, getenv, httpapi.NewAuthenticator(app.Service), app.Redis); err != nil {
+		return nil, err
+	}
+	return app, nil
 }
 
 func serve(ctx context.Context, getenv func(string) string, logw io.Writer) error {
@@ -126,27 +137,12 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 	return err
 }
 
-// healthcheck asks the local /healthz and succeeds on 200.
+// healthcheck asks the local /healthz and succeeds on 200; the port is
+// PORT or chat's default, read by the same rules as serve's.
 func healthcheck(ctx context.Context, getenv func(string) string) error {
-	port := getenv("PORT")
-	if port == "" {
-		port = "3000"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	url := "http://127.0.0.1:" + strings.TrimSpace(port) + "/healthz"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	settings, err := config.LoadSettings(getenv)
 	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
+		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return errors.New("healthcheck " + url + ": " + resp.Status)
-	}
-	return nil
+	return apiserver.CheckHealth(ctx, settings)
 }

@@ -79,7 +79,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := &httpapi.Authenticator{Service: svc}
+	auth := httpapi.NewAuthenticator(svc)
 	env := map[string]string{"PORT": "0"}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{TokenValidator: auth.Validate, RateLimitMax: 1_000_000,
 		Getenv: func(k string) string { return env[k] }, Logger: slog.New(slog.DiscardHandler)})

@@ -1,6 +1,7 @@
 // Package config reads the chat service's settings from the environment
-// (DESIGN.md): defaults for a local run, and a start-up error naming the
-// variable for any invalid value.
+// (DESIGN.md), once, at start-up: the common ones through the library's
+// rules (apiserver.LoadSettings), then chat's own. Defaults suit a local
+// run; every invalid value is reported at once, naming its variable.
 package config
 
 import (
@@ -10,101 +11,87 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime"
 )
+
+// DefaultPort is chat's port when PORT is unset (DESIGN.md).
+const DefaultPort = 3000
 
 // maxLimit bounds the CHAT_MAX_* variables: a limit is there to stay small.
 const maxLimit = 100_000
 
-// Config is everything the chat process needs to start.
+// Config is everything the chat process needs to start. The library's
+// other variables (RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES, ...) are
+// read by apiserver.New, which logs them when it listens.
 type Config struct {
-	Host       string
-	Port       int
-	Env        string // development or production
-	LogLevel   slog.Level
-	RedisURL   string // empty: memory engine
+	// Settings are PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL and REDIS_URL
+	// (empty: memory engine).
+	Settings   apiserver.Settings
 	AdminToken string
 	// AdminTokenGenerated is true when AdminToken was made up at start-up
 	// (development only) and must be logged for the developer to use.
 	AdminTokenGenerated bool
 	History             int
 	PublicRead          bool
-	CORSOrigin          string
 	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS
 	// and CHAT_MAX_CHANNELS.
 	Limits chat.Limits
 	// SendLimit is CHAT_SEND_LIMIT, the per-user message rate (zero: off).
 	SendLimit chat.SendLimit
+	// Sockets are CHAT_WS_MAX_SOCKETS, CHAT_WS_MAX_SOCKETS_PER_IP and
+	// CHAT_WS_MAX_CHANNELS_PER_IP.
+	Sockets realtime.Limits
 }
 
 // Production reports whether NODE_ENV/APP_ENV say production.
-func (c Config) Production() bool { return c.Env == "production" }
+func (c Config) Production() bool { return c.Settings.Production() }
 
 // Engine names the storage engine for logs.
 func (c Config) Engine() string {
-	if c.RedisURL != "" {
+	if c.Settings.RedisURL != "" {
 		return "redis"
 	}
 	return "memory"
 }
 
-// LogValue prints the config with secrets masked.
+// LogValue prints the config with secrets masked: the admin token never
+// appears (a generated one is logged on its own line, in development
+// only), nor does REDIS_URL's password.
 func (c Config) LogValue() slog.Value {
-	redisURL := c.RedisURL
-	if i := strings.Index(redisURL, "@"); i >= 0 {
-		if j := strings.Index(redisURL, "://"); j >= 0 && j < i {
-			redisURL = redisURL[:j+3] + "***" + redisURL[i:]
-		}
-	}
 	return slog.GroupValue(
-		slog.String("host", c.Host), slog.Int("port", c.Port), slog.String("env", c.Env),
-		slog.String("log_level", c.LogLevel.String()), slog.String("engine", c.Engine()),
-		slog.String("redis_url", redisURL), slog.String("admin_token", "***"),
+		slog.Any("settings", c.Settings), slog.String("engine", c.Engine()),
+		slog.String("admin_token", "***"), slog.Bool("admin_token_generated", c.AdminTokenGenerated),
 		slog.Int("history", c.History), slog.Bool("public_read", c.PublicRead),
-		slog.String("cors_origin", c.CORSOrigin),
 		slog.Int("max_filters", c.Limits.Filters), slog.Int("max_regex_filters", c.Limits.RegexFilters),
 		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
 		slog.String("send_limit", c.SendLimit.String()),
+		slog.Int("ws_max_sockets", c.Sockets.MaxSockets), slog.Int("ws_max_sockets_per_ip", c.Sockets.MaxSocketsPerIP),
+		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP),
 	)
+}
+
+// LoadSettings reads only the common settings with chat's defaults: what
+// `chat healthcheck` needs to find the server.
+func LoadSettings(getenv func(string) string) (apiserver.Settings, error) {
+	return apiserver.LoadSettings(getenv, apiserver.Defaults{Port: DefaultPort})
 }
 
 // Load reads the configuration from getenv (os.Getenv in production, a map
 // in tests).
 func Load(getenv func(string) string) (Config, error) {
-	c := Config{Host: "127.0.0.1", Port: 3000, Env: "development", History: chat.DefaultHistory, PublicRead: true, CORSOrigin: "*",
-		Limits: chat.Limits{}.WithDefaults(), SendLimit: chat.DefaultSendLimit}
-	var errs []string
-	bad := func(name, value, want string) { errs = append(errs, fmt.Sprintf("%s=%q: %s", name, value, want)) }
+	c := Config{History: chat.DefaultHistory, PublicRead: true, Limits: chat.Limits{}.WithDefaults(), SendLimit: chat.DefaultSendLimit}
+	var errs []error
+	bad := func(name, value, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want)) }
 
-	if v := getenv("HOST"); v != "" {
-		c.Host = v
+	settings, err := LoadSettings(getenv)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	if v := getenv("PORT"); v != "" {
-		p, err := strconv.Atoi(v)
-		if err != nil || p < 1 || p > 65535 {
-			bad("PORT", v, "want a port number 1..65535")
-		}
-		c.Port = p
-	}
-	env := getenv("NODE_ENV")
-	if v := getenv("APP_ENV"); v != "" { // APP_ENV wins (DESIGN.md)
-		env = v
-	}
-	switch env {
-	case "", "development":
-	case "production":
-		c.Env = "production"
-	default:
-		bad("APP_ENV/NODE_ENV", env, "want development or production")
-	}
-	if v := getenv("LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			bad("LOG_LEVEL", v, "want debug, info, warn or error")
-		}
-	}
-	c.RedisURL = strings.TrimSpace(getenv("REDIS_URL"))
+	c.Settings = settings
 	if v := getenv("CHAT_HISTORY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1_000_000 {
@@ -146,13 +133,13 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.PublicRead = b
 	}
-	if v := getenv("CORS_ORIGIN"); v != "" {
-		c.CORSOrigin = v
+	if c.Sockets, err = realtime.LimitsFromEnv(getenv); err != nil {
+		errs = append(errs, err)
 	}
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {
 	case c.AdminToken == "" && c.Production():
-		errs = append(errs, "CHAT_ADMIN_TOKEN is required in production")
+		errs = append(errs, errors.New("CHAT_ADMIN_TOKEN is required in production"))
 	case c.AdminToken == "":
 		t, err := chat.NewToken()
 		if err != nil {
@@ -160,10 +147,10 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.AdminToken, c.AdminTokenGenerated = t, true
 	case len(c.AdminToken) < 16:
-		errs = append(errs, "CHAT_ADMIN_TOKEN: want at least 16 characters")
+		errs = append(errs, errors.New("CHAT_ADMIN_TOKEN: want at least 16 characters"))
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("config: %s", strings.Join(errs, "; "))
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ func TestDefaultsForALocalRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Port != 3000 || c.Host != "127.0.0.1" || c.Env != "development" || c.History != 1000 || !c.PublicRead || c.Engine() != "memory" {
+	if c.Settings.Port != DefaultPort || c.Settings.Host != "127.0.0.1" || c.Settings.Env != "development" || c.History != 1000 || !c.PublicRead || c.Engine() != "memory" {
 		t.Fatalf("defaults %+v", c)
 	}
 	if !c.AdminTokenGenerated || !strings.HasPrefix(c.AdminToken, "chat_") {
@@ -40,6 +39,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		"PORT": "x", "CHAT_HISTORY": "0", "CHAT_PUBLIC_READ": "maybe", "LOG_LEVEL": "loud",
 		"APP_ENV": "staging", "CHAT_ADMIN_TOKEN": "short",
 		"CHAT_MAX_FILTERS": "0", "CHAT_MAX_REGEX_FILTERS": "-1", "CHAT_MAX_COMMANDS": "lots", "CHAT_MAX_CHANNELS": "100001",
+		"REDIS_URL": "http://x", "CHAT_WS_MAX_SOCKETS": "-1", "NODE_ENV": "test",
 	} {
 		_, err := Load(envOf(map[string]string{k: v}))
 		if err == nil || !strings.Contains(err.Error(), k) {
@@ -48,14 +48,34 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 	}
 }
 
-func TestLogValueMasksSecrets(t *testing.T) {
-	c, err := Load(envOf(map[string]string{"CHAT_ADMIN_TOKEN": "super-secret-token-1", "REDIS_URL": "redis://user:pw@host:6379/0"}))
+// The library's rules hold for chat too (LOG_LEVEL=warning, PORT=0), and
+// every problem is reported at once.
+func TestCommonSettingsFollowTheLibrary(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"LOG_LEVEL": "warning", "PORT": "0", "APP_ENV": "production", "CHAT_ADMIN_TOKEN": "0123456789abcdef"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := fmt.Sprint(slog.AnyValue(c).Resolve())
-	if strings.Contains(s, "super-secret") || strings.Contains(s, "pw@") || !strings.Contains(s, "redis://***@host") {
-		t.Fatalf("log value %s", s)
+	if c.Settings.LogLevel != slog.LevelWarn || c.Settings.Port != 0 || !c.Production() {
+		t.Fatalf("settings %+v", c.Settings)
+	}
+	_, err = Load(envOf(map[string]string{"PORT": "x", "CHAT_HISTORY": "0", "LOG_LEVEL": "loud"}))
+	for _, k := range []string{"PORT", "CHAT_HISTORY", "LOG_LEVEL"} {
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("error %v does not name %s", err, k)
+		}
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"CHAT_ADMIN_TOKEN": "super-secret-token-1", "REDIS_URL": "redis://user:pw-secret@host:6379/0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("chat starting", "config", c)
+	s := buf.String()
+	if strings.Contains(s, "super-secret") || strings.Contains(s, "pw-secret") || !strings.Contains(s, `"redis_url":"redis://***@host:6379/0"`) {
+		t.Fatalf("log line %s", s)
 	}
 }
 

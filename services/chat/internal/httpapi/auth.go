@@ -9,21 +9,20 @@ import (
 )
 
 // Authenticator maps bearer tokens to users through the chat service. It
-// exists before the service does: the server is built first (its Redis
-// client is shared with the Redis engine), the service after; set Service
-// before the server starts.
+// is made from the service, so it exists only once the service does
+// (cmd/chat wires store, service, authenticator, then the HTTP server).
 type Authenticator struct {
-	Service *chat.Service
+	svc *chat.Service
 }
+
+// NewAuthenticator returns the authenticator of svc.
+func NewAuthenticator(svc *chat.Service) *Authenticator { return &Authenticator{svc: svc} }
 
 // Validate is the server's TokenValidator. Its answers are the domain's,
 // mapped by StatusError as the WebSocket maps them: an unknown token
 // (a deleted user's too) is 401, a store that cannot be asked 503.
 func (a *Authenticator) Validate(token string, r *http.Request) apiserver.AuthResult[chat.User] {
-	if a.Service == nil {
-		return apiserver.AuthResult[chat.User]{Err: StatusError(errUnavailable, inBody)} // not wired yet
-	}
-	u, err := a.Service.Authenticate(r.Context(), token)
+	u, err := a.svc.Authenticate(r.Context(), token)
 	if err != nil {
 		return apiserver.AuthResult[chat.User]{Err: StatusError(err, inBody)}
 	}

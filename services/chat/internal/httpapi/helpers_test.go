@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
@@ -84,32 +87,33 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	if o.clock == nil {
 		o.clock = newClock()
 	}
-	auth := &httpapi.Authenticator{}
-	cfg := apiserver.Config[chat.User]{
-		APITitle: "Chat API", APIDescription: httpapi.Description(!o.privateRead), APITags: httpapi.Tags(),
-		TokenValidator: auth.Validate, RateLimitMax: 1_000_000,
-		Getenv: func(string) string { return "" }, Logger: quietLogger(),
-	}
-	if e.redis != nil {
-		cfg.RedisURL = e.redis.URL()
-	}
-	srv, err := apiserver.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The order of cmd/chat: connections, store, service, authenticator,
+	// then the HTTP server on the same Redis client.
+	var rdb redis.UniversalClient
 	var store chat.Store
 	if e.redis != nil {
+		var err error
+		if rdb, err = redisconn.Open(e.redis.URL()); err != nil {
+			t.Fatal(err)
+		}
 		prefix := o.prefix
 		if prefix == "" {
 			prefix = fmt.Sprintf("t%d:", prefixSeq.Add(1))
 		}
-		store = redisstore.New(srv.Redis(), redisstore.Options{Prefix: prefix})
+		store = redisstore.New(rdb, redisstore.Options{Prefix: prefix})
 	} else {
 		store = memory.New(chat.DefaultHistory)
 	}
 	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger(), SendLimit: o.sendLimit})
-	auth.Service = svc
 	if _, err := svc.Bootstrap(context.Background(), adminToken); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := apiserver.New(apiserver.Config[chat.User]{
+		APITitle: "Chat API", APIDescription: httpapi.Description(!o.privateRead), APITags: httpapi.Tags(),
+		TokenValidator: httpapi.NewAuthenticator(svc).Validate, RateLimitMax: 1_000_000, Redis: rdb,
+		Getenv: func(string) string { return "" }, Logger: quietLogger(),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := httpapi.Register(srv, svc); err != nil {
@@ -120,6 +124,9 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 		ts.Close()
 		_ = srv.Stop(context.Background())
 		_ = store.Close()
+		if rdb != nil {
+			_ = rdb.Close()
+		}
 	})
 	contract, err := openapitest.FromHandler(srv.Handler())
 	if err != nil {

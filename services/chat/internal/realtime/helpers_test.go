@@ -25,6 +25,7 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
 	"github.com/apistack/platform/services/chat/internal/redisstore"
 )
 
@@ -75,14 +76,18 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	if cfg.history == 0 {
 		cfg.history = 1000
 	}
+	// The order of cmd/chat: the connection, then everything on it.
+	var rdb redis.UniversalClient
+	if cfg.redisURL != "" {
+		var err error
+		if rdb, err = redisconn.Open(cfg.redisURL); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+	}
 	store := cfg.store
 	if store == nil {
-		if cfg.redisURL != "" {
-			rdb, err := redisconn.Open(cfg.redisURL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = rdb.Close() })
+		if rdb != nil {
 			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
 		} else {
 			store = memory.New(cfg.history)
@@ -100,7 +105,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		Getenv:         func(k string) string { return env[k] },
 		Logger:         slog.New(slog.DiscardHandler),
-		RedisURL:       cfg.redisURL,
+		Redis:          rdb,
 		RateLimitAllow: []string{"127.0.0.0/8"},
 		CORSOrigin:     cfg.cors,
 	})
@@ -109,6 +114,9 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	}
 	opts := cfg.opts
 	opts.KeyPrefix = prefix
+	if opts.Presence == nil && rdb != nil {
+		opts.Presence = redispresence.New(rdb, prefix, 0)
+	}
 	if cfg.register != nil {
 		cfg.register(srv, svc)
 	}

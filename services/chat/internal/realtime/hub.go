@@ -19,8 +19,8 @@ import (
 
 // Options tune a Hub; zero values take the defaults in brackets.
 type Options struct {
-	// Presence counts connections over replicas (Redis when the server has
-	// a Redis client, else in process).
+	// Presence counts connections over replicas (redispresence on the
+	// service's Redis client; in process when nil).
 	Presence Presence
 	// ReplicaID names this process in presence counts (random).
 	ReplicaID string

@@ -14,7 +14,6 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/apierr"
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
 )
 
 // WSPath is the WebSocket endpoint.
@@ -28,18 +27,15 @@ type wsInput struct {
 
 // Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
 // the protocol) on srv; the browser client is mounted apart (web.Mount).
-// The hub closes its connections with 1001 when srv stops. With a Redis
-// client on srv (REDIS_URL) and no Presence in opts, presence is counted in
-// Redis.
+// The hub closes its connections with 1001 when srv stops. Presence is
+// counted in process unless opts.Presence says otherwise (redispresence
+// with REDIS_URL).
 func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
 	if srv == nil {
 		return nil, errors.New("realtime: a server is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = srv.Logger()
-	}
-	if opts.Presence == nil && srv.Redis() != nil {
-		opts.Presence = redispresence.New(srv.Redis(), opts.KeyPrefix, 0)
 	}
 	h, err := NewHub(svc, opts)
 	if err != nil {

@@ -16,6 +16,9 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
+	"github.com/apistack/platform/libs/apiserver"
+
+	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 )
@@ -50,8 +53,12 @@ func writeASN(t *testing.T, path, org string) {
 // reload; without it the fields are empty and /docs says why.
 func TestASNDatabase(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
+	reg := apiserver.NewRegistry() // one registry, as serve makes: both databases' metrics on /metrics
 	db, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: log})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
@@ -59,7 +66,7 @@ func TestASNDatabase(t *testing.T) {
 	writeASN(t, path, "Google LLC")
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	asnDB, err := openASN(ctx, config{ASNPath: path, WatchInterval: time.Hour}, log)
+	asnDB, err := openASN(ctx, config.Config{ASNPath: path, WatchInterval: time.Hour}, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +79,7 @@ func TestASNDatabase(t *testing.T) {
 		b, _ := io.ReadAll(w.Body)
 		return string(b)
 	}
-	srv, _, err := newHTTPServer(db, asnDB, httpEnv(nil), log)
+	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Registry: reg, Getenv: httpEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +133,11 @@ func TestASNDatabase(t *testing.T) {
 		}
 	}
 
-	if _, err := openASN(ctx, config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
+	if _, err := openASN(ctx, config.Config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log, nil); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
 		t.Errorf("a missing ASN file: %v", err)
 	}
 
-	plain, _, err := newHTTPServer(db, nil, httpEnv(nil), log)
+	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log, Getenv: httpEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,54 +3,38 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/httpapi"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
-// defaultPort is geoip's port when PORT is unset (DESIGN.md: the library's default is
-// 3000, chat's too).
-const defaultPort = 3001
-
-// httpOptions reads the HTTP layer's own variables: GEOIP_CACHE_MAX_AGE (Cache-Control
-// max-age of explicit lookups, default 1h) and GEOIP_CACHE_SIZE (answers kept in memory,
-// default 65536, 0 turns the cache off).
-func httpOptions(env func(string) string) (httpapi.Options, error) {
-	var opts httpapi.Options
-	if v := env("GEOIP_CACHE_MAX_AGE"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return opts, fmt.Errorf("GEOIP_CACHE_MAX_AGE=%q: want a duration of at least 1s, such as 1h", v)
-		}
-		opts.MaxAge = d
-	}
-	if v := env("GEOIP_CACHE_SIZE"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return opts, fmt.Errorf("GEOIP_CACHE_SIZE=%q: want a count of answers, 0 to disable", v)
-		}
-		opts.CacheSize = n
-		if n == 0 {
-			opts.CacheSize = -1
-		}
-	}
-	return opts, nil
+// httpDeps are what serve made before the HTTP server.
+type httpDeps struct {
+	Log *slog.Logger
+	// Registry is where the databases registered their metrics; /metrics
+	// serves it (nil: a new one, for tests).
+	Registry *prometheus.Registry
+	// Redis holds the rate-limit counters (nil: in memory); serve owns it.
+	Redis redis.UniversalClient
+	// Getenv is what the library reads its own variables through
+	// (TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_*, ...).
+	Getenv func(string) string
 }
 
-// newHTTPServer builds the API server on libs/apiserver (which reads PORT, HOST,
-// TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_* and the rest from env) answering from db.
-func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog.Logger) (*apiserver.Server[struct{}], *httpapi.API, error) {
-	opts, err := httpOptions(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := apiserver.Config[struct{}]{
+// newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded,
+// answering from db (and asnDB when there is one).
+func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) (*apiserver.Server[struct{}], *httpapi.API, error) {
+	srv, err := apiserver.New(apiserver.Config[struct{}]{
+		Settings:       &cfg.Settings,
+		Redis:          deps.Redis,
+		Registry:       deps.Registry,
 		APITitle:       "geoip",
 		ServiceName:    "geoip",
 		APIVersion:     version,
@@ -59,13 +43,9 @@ func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog
 			{Name: "lookup", Description: "Location of a given address"},
 			{Name: "caller", Description: "Location of the caller's own address"},
 		},
-		Logger: log,
-		Getenv: env,
-	}
-	if env("PORT") == "" {
-		cfg.Port = defaultPort
-	}
-	srv, err := apiserver.New(cfg)
+		Logger: deps.Log,
+		Getenv: deps.Getenv,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,17 +53,9 @@ func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog
 	if asnDB != nil {
 		answers = &dbfile.WithASN{City: db, ASN: asnDB}
 	}
-	api, err := httpapi.New(srv, answers, opts)
+	api, err := httpapi.New(srv, answers, httpapi.Options{MaxAge: cfg.CacheMaxAge, CacheSize: cfg.CacheSize})
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := db.RegisterMetrics(srv.Registry()); err != nil {
-		return nil, nil, fmt.Errorf("register database metrics: %w", err)
-	}
-	if asnDB != nil {
-		if err := asnDB.RegisterMetrics(srv.Registry()); err != nil {
-			return nil, nil, fmt.Errorf("register ASN database metrics: %w", err)
-		}
 	}
 	srv.AddReadinessCheck("database", func(context.Context) error {
 		if db.Info().Records <= 0 {
@@ -95,8 +67,8 @@ func newHTTPServer(db, asnDB *dbfile.Manager, env func(string) string, log *slog
 }
 
 // serveHTTP answers HTTP requests from db until ctx ends or SIGINT/SIGTERM, then drains.
-func serveHTTP(ctx context.Context, db, asnDB *dbfile.Manager, env func(string) string, log *slog.Logger) error {
-	srv, api, err := newHTTPServer(db, asnDB, env, log)
+func serveHTTP(ctx context.Context, cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) error {
+	srv, api, err := newHTTPServer(cfg, db, asnDB, deps)
 	if err != nil {
 		return err
 	}

@@ -1,57 +1,40 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/apistack/platform/services/geoip/internal/dbfile"
-	"github.com/apistack/platform/services/geoip/internal/sample"
+	"github.com/apistack/platform/libs/apiserver"
+
+	"github.com/apistack/platform/services/geoip/internal/config"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 func httpEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestHTTPOptions(t *testing.T) {
-	tests := []struct {
-		env     map[string]string
-		maxAge  time.Duration
-		size    int
-		wantErr string
-	}{
-		{env: nil},
-		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "10m", "GEOIP_CACHE_SIZE": "1000"}, maxAge: 10 * time.Minute, size: 1000},
-		{env: map[string]string{"GEOIP_CACHE_SIZE": "0"}, size: -1},
-		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "soon"}, wantErr: "GEOIP_CACHE_MAX_AGE"},
-		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "10ms"}, wantErr: "GEOIP_CACHE_MAX_AGE"},
-		{env: map[string]string{"GEOIP_CACHE_SIZE": "-5"}, wantErr: "GEOIP_CACHE_SIZE"},
-		{env: map[string]string{"GEOIP_CACHE_SIZE": "many"}, wantErr: "GEOIP_CACHE_SIZE"},
-	}
-	for _, tt := range tests {
-		opts, err := httpOptions(httpEnv(tt.env))
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || opts.MaxAge != tt.maxAge || opts.CacheSize != tt.size {
-			t.Errorf("%v: %+v, %v; want max-age %s, size %d", tt.env, opts, err, tt.maxAge, tt.size)
-		}
-	}
-}
-
 // The wired server answers lookups, reports the database and cache metrics, and is ready.
 func TestHTTPServerWiring(t *testing.T) {
-	db, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	// serve's order: settings, the database with its metrics on the registry, then HTTP.
+	env := httpEnv(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8", "GEOIP_WATCH_INTERVAL": "1h"})
+	cfg, err := config.Load(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := slog.New(slog.DiscardHandler)
+	reg := apiserver.NewRegistry()
+	db, err := openDatabase(ctx, cfg, log, reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, api, err := newHTTPServer(db, nil, httpEnv(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8"}), slog.New(slog.DiscardHandler))
+	srv, api, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg, Getenv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +59,7 @@ func TestHTTPServerWiring(t *testing.T) {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
 	_, metrics := get("/metrics", "127.0.0.1:1", nil)
-	for _, name := range []string{"geoip_database_info", "geoip_answer_cache_hits_total", "geoip_answer_cache_misses_total", "http_requests_total"} {
+	for _, name := range []string{"geoip_database_info", "go_goroutines", "geoip_answer_cache_hits_total", "geoip_answer_cache_misses_total", "http_requests_total"} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}

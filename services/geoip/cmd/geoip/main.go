@@ -10,18 +10,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/redisconn"
 
 	"github.com/apistack/platform/services/geoip/internal/asn"
+	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/convert"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
@@ -62,126 +64,51 @@ func run(ctx context.Context, args []string, env func(string) string) error {
 	}
 }
 
-// config is everything serve reads from the environment.
-type config struct {
-	DBPath         string        // GEOIP_DB
-	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
-	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
-	Token          string        // IP2LOCATION_TOKEN
-	Product        string        // IP2LOCATION_PRODUCT
-	DownloadURL    string        // IP2LOCATION_DOWNLOAD_URL, for a mirror; default IP2Location's
-	UpdateInterval time.Duration // GEOIP_UPDATE_INTERVAL
-	UpdateDir      string        // GEOIP_UPDATE_DIR
-	LogLevel       slog.Level    // LOG_LEVEL
-	JSONLogs       bool          // NODE_ENV / APP_ENV = production
-}
-
-func loadConfig(env func(string) string) (config, error) {
-	c := config{
-		DBPath:         env("GEOIP_DB"),
-		ASNPath:        env("GEOIP_ASN_DB"),
-		Token:          env("IP2LOCATION_TOKEN"),
-		Product:        env("IP2LOCATION_PRODUCT"),
-		DownloadURL:    env("IP2LOCATION_DOWNLOAD_URL"),
-		UpdateDir:      env("GEOIP_UPDATE_DIR"),
-		WatchInterval:  5 * time.Second,
-		UpdateInterval: 24 * time.Hour,
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"GEOIP_WATCH_INTERVAL", &c.WatchInterval}, {"GEOIP_UPDATE_INTERVAL", &c.UpdateInterval}} {
-		if v := env(d.name); v != "" {
-			dur, err := time.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return config{}, fmt.Errorf("%s=%q: want a positive duration such as 30s or 24h", d.name, v)
-			}
-			*d.dst = dur
-		}
-	}
-	if c.UpdateInterval < time.Minute {
-		return config{}, fmt.Errorf("GEOIP_UPDATE_INTERVAL=%s: at least 1m (IP2Location limits downloads)", c.UpdateInterval)
-	}
-	if (c.Token == "") != (c.Product == "") {
-		return config{}, errors.New("IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT must be set together")
-	}
-	if v := env("LOG_LEVEL"); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return config{}, fmt.Errorf("LOG_LEVEL=%q: want debug, info, warn or error", v)
-		}
-	}
-	mode := env("APP_ENV")
-	if mode == "" {
-		mode = env("NODE_ENV")
-	}
-	switch mode {
-	case "", "development":
-	case "production":
-		c.JSONLogs = true
-	default:
-		return config{}, fmt.Errorf("APP_ENV/NODE_ENV=%q: want development or production", mode)
-	}
-	if c.Token != "" && c.UpdateDir == "" && c.DBPath == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			dir = os.TempDir()
-		}
-		c.UpdateDir = filepath.Join(dir, "geoip")
-	}
-	return c, nil
-}
-
-// updateTarget is where downloads go: over GEOIP_DB when set, else into the update folder.
-func (c config) updateTarget() string {
-	if c.DBPath != "" {
-		return c.DBPath
-	}
-	ext := ".BIN"
-	if strings.Contains(strings.ToUpper(c.Product), "MMDB") {
-		ext = ".mmdb"
-	}
-	return filepath.Join(c.UpdateDir, c.Product+ext)
-}
-
-func newLogger(c config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: c.LogLevel}
-	if c.JSONLogs {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// serve loads the database and keeps it current until ctx ends. The HTTP layer plugs in
-// here: it gets the Manager for lookups, versions and metrics.
+// serve runs the service, wired in one direction: settings, then the
+// Redis client (REDIS_URL) and the databases with their metrics, then the
+// answers and the HTTP server on them. It answers until ctx ends or
+// SIGINT/SIGTERM.
 func serve(ctx context.Context, args []string, env func(string) string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(env)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments (configuration comes from the environment), got %q", fs.Args())
+	}
+	cfg, err := config.Load(env)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, os.Stderr)
-	// The HTTP layer passes its metrics registry here instead of nil.
-	db, err := openDatabase(ctx, cfg, log, nil, tz.New())
+	log := apiserver.NewLogger(cfg.Settings, os.Stderr)
+	log.Info("geoip starting", "config", cfg)
+	var rdb redis.UniversalClient // the rate-limit counters' connection
+	if cfg.Settings.RedisURL != "" {
+		if rdb, err = redisconn.Open(cfg.Settings.RedisURL); err != nil {
+			return err
+		}
+		defer rdb.Close() // after the server has stopped: deferred first, run last
+	}
+	reg := apiserver.NewRegistry()
+	db, err := openDatabase(ctx, cfg, log, reg, tz.New())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	asnDB, err := openASN(ctx, cfg, log)
+	asnDB, err := openASN(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
 	if asnDB != nil {
 		defer asnDB.Close()
 	}
-	return serveHTTP(ctx, db, asnDB, env, log)
+	return serveHTTP(ctx, cfg, db, asnDB, httpDeps{Log: log, Registry: reg, Redis: rdb, Getenv: env})
 }
 
 // openASN loads GEOIP_ASN_DB when it is set, watched and reloaded (SIGHUP, file change)
-// like the city database; nil when it is not set.
-func openASN(ctx context.Context, cfg config, log *slog.Logger) (*dbfile.Manager, error) {
+// like the city database, and registers its metrics on reg when it is not nil; nil when
+// GEOIP_ASN_DB is not set.
+func openASN(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
 	if cfg.ASNPath == "" {
 		log.Info("GEOIP_ASN_DB not set; asn and org are answered empty")
 		return nil, nil
@@ -196,6 +123,12 @@ func openASN(ctx context.Context, cfg config, log *slog.Logger) (*dbfile.Manager
 	if err != nil {
 		return nil, fmt.Errorf("GEOIP_ASN_DB: %w", err)
 	}
+	if reg != nil {
+		if err := m.RegisterMetrics(reg); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("register ASN database metrics: %w", err)
+		}
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -207,12 +140,12 @@ func openASN(ctx context.Context, cfg config, log *slog.Logger) (*dbfile.Manager
 
 // openDatabase builds the database manager with its watcher, SIGHUP handler and updater,
 // all stopped by ctx, and registers their metrics on reg when it is not nil.
-func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, error) {
+func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, error) {
 	path := cfg.DBPath
 	if path == "" && cfg.Token != "" {
 		// A database downloaded by an earlier run beats the sample.
-		if _, err := os.Stat(cfg.updateTarget()); err == nil {
-			path = cfg.updateTarget()
+		if _, err := os.Stat(cfg.UpdateTarget()); err == nil {
+			path = cfg.UpdateTarget()
 		}
 	}
 	if path == "" {
@@ -240,7 +173,7 @@ func openDatabase(ctx context.Context, cfg config, log *slog.Logger, reg prometh
 			Token:    cfg.Token,
 			Product:  cfg.Product,
 			Interval: cfg.UpdateInterval,
-			Target:   cfg.updateTarget(),
+			Target:   cfg.UpdateTarget(),
 			URL:      cfg.DownloadURL,
 			Logger:   log,
 		}, db)
@@ -324,28 +257,11 @@ func convertCmd(args []string, stdout io.Writer) error {
 }
 
 // healthcheck exits 0 when the local server's /healthz answers 200; Docker runs it, and the
-// images have no shell or curl.
+// images have no shell or curl. The port is PORT or geoip's default, by serve's rules.
 func healthcheck(ctx context.Context, env func(string) string) error {
-	port := env("PORT")
-	if port == "" {
-		port = "3001"
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("PORT=%q: want a port number", port)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+port+"/healthz", nil)
+	settings, err := config.LoadSettings(env)
 	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
+		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: /healthz answered %s", resp.Status)
-	}
-	return nil
+	return apiserver.CheckHealth(ctx, settings)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/apistack/platform/services/geoip/internal/tz"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/services/geoip/internal/config"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -121,7 +123,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg, err := loadConfig(envOf(map[string]string{"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEBINIPV6",
+	cfg, err := config.Load(envOf(map[string]string{"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEBINIPV6",
 		"GEOIP_UPDATE_DIR": t.TempDir(), "GEOIP_UPDATE_INTERVAL": "24h",
 		"IP2LOCATION_DOWNLOAD_URL": "http://127.0.0.1:1/download/"})) // never the real service from a test
 	if err != nil {

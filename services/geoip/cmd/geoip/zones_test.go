@@ -14,6 +14,7 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
+	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
@@ -25,7 +26,7 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	defer cancel()
 
 	zones := tz.New()
-	db, err := openDatabase(ctx, config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
+	db, err := openDatabase(ctx, config.Config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	}
 	f.Close()
 	zones2 := tz.New()
-	db2, err := openDatabase(ctx, config{DBPath: path, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
+	db2, err := openDatabase(ctx, config.Config{DBPath: path, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,177 @@
+// Package config reads the geoip service's settings from the environment
+// (DESIGN.md), once, at start-up: the common ones through the library's
+// rules (apiserver.LoadSettings), then geoip's own. Every invalid value is
+// reported at once, naming its variable.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apistack/platform/libs/apiserver"
+)
+
+// DefaultPort is geoip's port when PORT is unset (DESIGN.md: the
+// library's default is 3000, chat's too).
+const DefaultPort = 3001
+
+// Config is everything `geoip serve` reads from the environment. The
+// library's other variables (RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES,
+// ...) are read by apiserver.New, which logs them when it listens.
+type Config struct {
+	// Settings are PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL and REDIS_URL
+	// (rate-limit counters shared by replicas; empty: in memory).
+	Settings       apiserver.Settings
+	DBPath         string        // GEOIP_DB
+	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
+	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
+	Token          string        // IP2LOCATION_TOKEN
+	Product        string        // IP2LOCATION_PRODUCT
+	DownloadURL    string        // IP2LOCATION_DOWNLOAD_URL, for a mirror; default IP2Location's
+	UpdateInterval time.Duration // GEOIP_UPDATE_INTERVAL
+	UpdateDir      string        // GEOIP_UPDATE_DIR
+	// CacheMaxAge is GEOIP_CACHE_MAX_AGE, the Cache-Control max-age of
+	// explicit lookups (0: the HTTP layer's default, 1h).
+	CacheMaxAge time.Duration
+	// CacheSize is GEOIP_CACHE_SIZE, answers kept in memory (0: the HTTP
+	// layer's default, 65536; -1: no cache, which GEOIP_CACHE_SIZE=0 asks).
+	CacheSize int
+}
+
+// LoadSettings reads only the common settings with geoip's defaults: what
+// `geoip healthcheck` needs to find the server.
+func LoadSettings(getenv func(string) string) (apiserver.Settings, error) {
+	return apiserver.LoadSettings(getenv, apiserver.Defaults{Port: DefaultPort})
+}
+
+// Load reads the configuration from getenv (os.Getenv outside tests).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DBPath:         getenv("GEOIP_DB"),
+		ASNPath:        getenv("GEOIP_ASN_DB"),
+		Token:          getenv("IP2LOCATION_TOKEN"),
+		Product:        getenv("IP2LOCATION_PRODUCT"),
+		DownloadURL:    getenv("IP2LOCATION_DOWNLOAD_URL"),
+		UpdateDir:      getenv("GEOIP_UPDATE_DIR"),
+		WatchInterval:  5 * time.Second,
+		UpdateInterval: 24 * time.Hour,
+	}
+	var errs []error
+	bad := func(name, value, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want)) }
+
+	settings, err := LoadSettings(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Settings = settings
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"GEOIP_WATCH_INTERVAL", &c.WatchInterval}, {"GEOIP_UPDATE_INTERVAL", &c.UpdateInterval}} {
+		if v := getenv(d.name); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				bad(d.name, v, "want a positive duration such as 30s or 24h")
+				continue
+			}
+			*d.dst = dur
+		}
+	}
+	if c.UpdateInterval < time.Minute {
+		errs = append(errs, fmt.Errorf("GEOIP_UPDATE_INTERVAL=%s: at least 1m (IP2Location limits downloads)", c.UpdateInterval))
+	}
+	if (c.Token == "") != (c.Product == "") {
+		errs = append(errs, errors.New("IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT must be set together"))
+	}
+	if v := getenv("GEOIP_CACHE_MAX_AGE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			bad("GEOIP_CACHE_MAX_AGE", v, "want a duration of at least 1s, such as 1h")
+		} else {
+			c.CacheMaxAge = d
+		}
+	}
+	if v := getenv("GEOIP_CACHE_SIZE"); v != "" {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil || n < 0:
+			bad("GEOIP_CACHE_SIZE", v, "want a count of answers, 0 to disable")
+		case n == 0:
+			c.CacheSize = -1
+		default:
+			c.CacheSize = n
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if c.Token != "" && c.UpdateDir == "" && c.DBPath == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		c.UpdateDir = filepath.Join(dir, "geoip")
+	}
+	return c, nil
+}
+
+// UpdateTarget is where downloads go: over GEOIP_DB when set, else into
+// the update folder.
+func (c Config) UpdateTarget() string {
+	if c.DBPath != "" {
+		return c.DBPath
+	}
+	ext := ".BIN"
+	if strings.Contains(strings.ToUpper(c.Product), "MMDB") {
+		ext = ".mmdb"
+	}
+	return filepath.Join(c.UpdateDir, c.Product+ext)
+}
+
+// LogValue shows the configuration in logs with secrets masked: the
+// IP2Location token, and any user or password in the download URL and
+// REDIS_URL.
+func (c Config) LogValue() slog.Value {
+	token := ""
+	if c.Token != "" {
+		token = "***"
+	}
+	return slog.GroupValue(
+		slog.Any("settings", c.Settings),
+		slog.String("db", c.DBPath), slog.String("asn_db", c.ASNPath),
+		slog.String("watch_interval", c.WatchInterval.String()),
+		slog.String("ip2location_token", token), slog.String("ip2location_product", c.Product),
+		slog.String("ip2location_download_url", redactURL(c.DownloadURL)),
+		slog.String("update_interval", c.UpdateInterval.String()), slog.String("update_dir", c.UpdateDir),
+		slog.String("cache_max_age", c.CacheMaxAge.String()), slog.Int("cache_size", c.CacheSize),
+	)
+}
+
+// redactURL hides a URL's user and password and its query (a mirror URL
+// may carry a token there); the host and path say which mirror it is.
+func redactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	hadUser := u.User != nil
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "***"
+	}
+	s := u.String()
+	if hadUser {
+		s = strings.Replace(s, "://", "://***@", 1)
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Settings.Port != DefaultPort || c.Settings.Host != "127.0.0.1" || c.Settings.Production() || c.Settings.RedisURL != "" ||
+		c.WatchInterval != 5*time.Second || c.UpdateInterval != 24*time.Hour || c.CacheMaxAge != 0 || c.CacheSize != 0 {
+		t.Fatalf("defaults %+v", c)
+	}
+}
+
+func TestCacheSettings(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		maxAge  time.Duration
+		size    int
+		wantErr string
+	}{
+		{env: nil},
+		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "10m", "GEOIP_CACHE_SIZE": "1000"}, maxAge: 10 * time.Minute, size: 1000},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "0"}, size: -1},
+		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "soon"}, wantErr: "GEOIP_CACHE_MAX_AGE"},
+		{env: map[string]string{"GEOIP_CACHE_MAX_AGE": "10ms"}, wantErr: "GEOIP_CACHE_MAX_AGE"},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "-5"}, wantErr: "GEOIP_CACHE_SIZE"},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "many"}, wantErr: "GEOIP_CACHE_SIZE"},
+	}
+	for _, tt := range tests {
+		c, err := Load(envOf(tt.env))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.CacheMaxAge != tt.maxAge || c.CacheSize != tt.size {
+			t.Errorf("%v: %+v, %v; want max-age %s, size %d", tt.env, c, err, tt.maxAge, tt.size)
+		}
+	}
+}
+
+// Every invalid value is named, all at once; the common ones follow the library's rules.
+func TestInvalidValuesNameTheVariable(t *testing.T) {
+	env := map[string]string{
+		"PORT": "http", "LOG_LEVEL": "loud", "APP_ENV": "staging", "REDIS_URL": "http://x",
+		"GEOIP_WATCH_INTERVAL": "-1s", "GEOIP_UPDATE_INTERVAL": "daily", "IP2LOCATION_TOKEN": "t",
+	}
+	_, err := Load(envOf(env))
+	for k := range env {
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("error %v does not name %s", err, k)
+		}
+	}
+	c, err := Load(envOf(map[string]string{"LOG_LEVEL": "warning", "PORT": "0", "NODE_ENV": "production"}))
+	if err != nil || c.Settings.LogLevel != slog.LevelWarn || c.Settings.Port != 0 || !c.Settings.Production() {
+		t.Fatalf("library rules: %+v %v", c.Settings, err)
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	c, err := Load(envOf(map[string]string{
+		"IP2LOCATION_TOKEN": "tok-secret", "IP2LOCATION_PRODUCT": "DB1LITEBIN",
+		"IP2LOCATION_DOWNLOAD_URL": "https://mirror:pw-secret@example.com/dl?key=key-secret",
+		"REDIS_URL":                "redis://:redis-secret@h:6379/0", "GEOIP_UPDATE_DIR": "/tmp/x",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("geoip starting", "config", c)
+	out := buf.String()
+	if strings.Contains(out, "secret") {
+		t.Fatalf("a secret reached the log: %s", out)
+	}
+	for _, want := range []string{`"ip2location_token":"***"`, `"redis_url":"redis://***@h:6379/0"`, `"ip2location_download_url":"https://***@example.com/dl?***"`, `"port":3001`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s: %s", want, out)
+		}
+	}
+}
