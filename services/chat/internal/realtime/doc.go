@@ -55,6 +55,19 @@
 //
 // A subscriber whose queue overflows is closed (4008) and recovers with
 // since=, never slowing the others.
+//
+// # Revocations
+//
+// Deleting or banning a user publishes "deleted <id>" or "banned <id>" on
+// one revocation key, which every replica's feed subscribes to; the replica
+// closes that user's sockets (4003, 4004). Pub/Sub is at most once, so a
+// revocation published while a feed was disconnected is lost: when the
+// feed (re)subscribes it asks the hub to recheck, and the hub looks up
+// every user with a socket open here, 100 per round trip, one recheck at a
+// time (a reconnect during one makes it run once more), retrying until the
+// store answers, and closes the sockets of users that no longer exist or
+// were banned after their socket authenticated (a user banned before may
+// still read, as the protocol says).
 
 package realtime
 

@@ -500,9 +500,64 @@ func (h *Hub) sweep(now time.Time) {
 	for _, c := range conns {
 		c.maintain(now)
 	}
+	var due []*room
 	for _, r := range rooms {
-		r.maintain(now)
+		if r.maintain(now) {
+			due = append(due, r)
+		}
 	}
+	h.refreshPresence(due)
+}
+
+// presenceBatch is the most rooms one presence round trip reports.
+const presenceBatch = 500
+
+// refreshPresence reports the rooms whose presence refresh is due: in one
+// round trip per presenceBatch rooms when the presence store can
+// (BatchPresence), else one report per room.
+func (h *Hub) refreshPresence(due []*room) {
+	bp, ok := h.opts.Presence.(BatchPresence)
+	if !ok || len(due) < 2 {
+		for _, r := range due {
+			r.reportPresence()
+		}
+		return
+	}
+	claimed := due[:0]
+	var counts []int
+	for _, r := range due {
+		if n, ok := r.beginReport(); ok {
+			claimed = append(claimed, r)
+			counts = append(counts, n)
+		}
+	}
+	if len(claimed) == 0 {
+		return
+	}
+	go func() {
+		for len(claimed) > 0 {
+			k := min(presenceBatch, len(claimed))
+			rooms, ns := claimed[:k], counts[:k]
+			claimed, counts = claimed[k:], counts[k:]
+			names := make([]string, k)
+			for i, r := range rooms {
+				names[i] = r.name
+			}
+			ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+			totals, err := bp.ReportBatch(ctx, h.opts.ReplicaID, names, ns)
+			cancel()
+			for i, r := range rooms {
+				switch {
+				case err != nil:
+					r.endReport(ns[i], 0, err)
+				case totals[i] < 0:
+					r.endReport(ns[i], 0, errors.New("presence report failed"))
+				default:
+					r.endReport(ns[i], totals[i], nil)
+				}
+			}
+		}
+	}()
 }
 
 // stopRoom removes r if it is still idle.

@@ -361,18 +361,18 @@ func (r *room) local() int {
 	return len(r.subs)
 }
 
-// maintain runs every second: presence refresh and idle stop.
-func (r *room) maintain(now time.Time) {
+// maintain runs every second: it stops the room once idle, and otherwise
+// reports whether its presence refresh is due (the hub sends the due
+// ones together).
+func (r *room) maintain(now time.Time) bool {
 	r.mu.Lock()
 	idle := len(r.subs) == 0 && !r.idle.IsZero() && now.Sub(r.idle) >= r.hub.opts.RoomLinger
 	r.mu.Unlock()
 	if idle {
 		r.hub.stopRoom(r)
-		return
+		return false
 	}
-	if r.dirty.Load() || now.Sub(time.Unix(0, r.lastReport.Load())) >= r.hub.opts.PresenceInterval {
-		r.reportPresence()
-	}
+	return r.dirty.Load() || now.Sub(time.Unix(0, r.lastReport.Load())) >= r.hub.opts.PresenceInterval
 }
 
 // presenceChanged reports the new local count soon: several joins in a
@@ -391,33 +391,46 @@ func (r *room) presenceChanged() {
 // reportPresence sends this replica's count and broadcasts the total when
 // it changed. One report at a time per room.
 func (r *room) reportPresence() {
-	if r.ctx.Err() != nil || !r.reporting.CompareAndSwap(false, true) {
+	n, ok := r.beginReport()
+	if !ok {
 		return
 	}
 	go func() {
-		defer r.reporting.Store(false)
-		r.dirty.Store(false)
-		n := r.local()
 		ctx, cancel := context.WithTimeout(r.ctx, 2*time.Second)
 		total, err := r.hub.opts.Presence.Report(ctx, r.name, r.hub.opts.ReplicaID, n)
 		cancel()
-		if err != nil {
-			r.dirty.Store(true) // try again on the next sweep
-			if r.ctx.Err() == nil {
-				r.hub.logger.Debug("live delivery: presence report failed", "channel", r.name, "err", err)
-			}
-			return
-		}
-		// The next refresh falls due PresenceInterval/2..PresenceInterval
-		// from now, at random: rooms that joined together (a thousand at a
-		// replica's start) would otherwise refresh together, and a burst of
-		// a thousand scripts holds Redis for everyone.
-		r.lastReport.Store(time.Now().Add(-rand.N(r.hub.opts.PresenceInterval / 2)).UnixNano())
-		r.reportedLocal.Store(int64(n))
-		if int64(total) != r.total.Swap(int64(total)) {
-			r.broadcast(controlFrame(presenceFrame{Type: typePresence, Channel: r.name, Count: total}))
-		}
+		r.endReport(n, total, err)
 	}()
+}
+
+// beginReport claims the room's one report in flight and returns the
+// count to report; false when a report is in flight or the room stopped.
+func (r *room) beginReport() (int, bool) {
+	if r.ctx.Err() != nil || !r.reporting.CompareAndSwap(false, true) {
+		return 0, false
+	}
+	r.dirty.Store(false)
+	return r.local(), true
+}
+
+// endReport records the outcome of the report beginReport claimed.
+func (r *room) endReport(n, total int, err error) {
+	defer r.reporting.Store(false)
+	if err != nil {
+		r.dirty.Store(true) // try again on the next sweep
+		if r.ctx.Err() == nil {
+			r.hub.logger.Debug("live delivery: presence report failed", "channel", r.name, "err", err)
+		}
+		return
+	}
+	// The next refresh falls due PresenceInterval/2..PresenceInterval
+	// from now, at random: rooms that joined together (a thousand at a
+	// replica's start) would otherwise all be due in the same sweep.
+	r.lastReport.Store(time.Now().Add(-rand.N(r.hub.opts.PresenceInterval / 2)).UnixNano())
+	r.reportedLocal.Store(int64(n))
+	if int64(total) != r.total.Swap(int64(total)) {
+		r.broadcast(controlFrame(presenceFrame{Type: typePresence, Channel: r.name, Count: total}))
+	}
 }
 
 // estimate is the presence count to greet a new subscriber with: the last

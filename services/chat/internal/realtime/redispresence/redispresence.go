@@ -70,3 +70,31 @@ func (p *Presence) Report(ctx context.Context, channel, replica string, n int) (
 	}
 	return total, nil
 }
+
+// ReportBatch implements realtime.BatchPresence: one pipeline for every
+// channel (a cluster client splits it per node), so Redis reads them
+// together and, with appendfsync always, flushes its log once for them.
+func (p *Presence) ReportBatch(ctx context.Context, replica string, channels []string, counts []int) ([]int, error) {
+	cmds := make([]*redis.Cmd, len(channels))
+	_, err := p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, ch := range channels {
+			cmds[i] = report.Eval(ctx, pipe, []string{p.prefix + "{ch:" + ch + "}:presence"}, replica, counts[i], p.ttl.Milliseconds())
+		}
+		return nil
+	})
+	totals := make([]int, len(channels))
+	ok := 0
+	for i, c := range cmds {
+		total, cerr := c.Int()
+		if cerr != nil {
+			totals[i] = -1
+			continue
+		}
+		totals[i] = total
+		ok++
+	}
+	if ok == 0 && err != nil {
+		return nil, fmt.Errorf("report presence of %d channels: %w", len(channels), err)
+	}
+	return totals, nil
+}

@@ -50,3 +50,41 @@ func TestReportSumsReplicasAndForgetsSilentOnes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestReportBatchMatchesReport: a batch gives each channel the total a
+// single Report would, on one server and on a 3-primary cluster (where the
+// channels' keys live on different nodes), and fails as a whole when
+// Redis is gone.
+func TestReportBatchMatchesReport(t *testing.T) {
+	srv := redistest.Start(t)
+	one := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	defer one.Close()
+	c := redistest.StartCluster(t, 3)
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cluster.Close()
+	ctx := context.Background()
+	for name, rdb := range map[string]redis.UniversalClient{"one": one, "cluster": cluster} {
+		p := redispresence.New(rdb, "b:", time.Minute)
+		channels := []string{"a", "b", "c", "d", "e", "f"}
+		if _, err := p.Report(ctx, "b", "other", 5); err != nil {
+			t.Fatal(err)
+		}
+		totals, err := p.ReportBatch(ctx, "me", channels, []int{1, 2, 3, 4, 5, 6})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := []int{1, 7, 3, 4, 5, 6}
+		for i := range want {
+			if totals[i] != want[i] {
+				t.Fatalf("%s: totals %v, want %v", name, totals, want)
+			}
+		}
+		if got, err := p.Report(ctx, "b", "other", 0); err != nil || got != 2 {
+			t.Fatalf("%s: after the batch, b = %d, %v; want 2", name, got, err)
+		}
+	}
+	srv.Stop()
+	if _, err := redispresence.New(one, "b:", time.Minute).ReportBatch(ctx, "me", []string{"a", "b"}, []int{1, 1}); err == nil {
+		t.Fatal("a batch to a stopped Redis succeeded")
+	}
+}
