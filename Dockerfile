@@ -6,18 +6,28 @@
 # docker-compose.yml builds both this way. The Go code is compiled once for both services,
 # in stages that each change only when their inputs do:
 #
-#   modules  the go.mod/go.sum files          -> go mod download
+#   go       the Go image and the build settings, shared by the stages below
 #   deplist  the sources                      -> the packages the binaries import from
-#                                                outside the repository (standard library too)
-#   deps     that list                        -> all of them compiled into the Go build cache:
-#                                                most of a cold build, redone only when an
-#                                                import or a go.sum changes
+#                                                outside the repository (standard library
+#                                                too), the go.mod/go.sum files, and the
+#                                                zips of only the modules those come from
+#   deps     that                             -> every one of those packages compiled into
+#                                                the Go build cache: most of a cold build,
+#                                                redone only when an import, a go.mod or a
+#                                                go.sum changes
 #   build    the sources                      -> both binaries on the warm cache
 #   geoip, chat                               -> one binary each on RUNTIME_IMAGE
 #
 # The second service's build finds every shared stage in Docker's layer cache, so a cold
 # `docker compose up --build` compiles the dependencies once, and an edit to the code
-# recompiles only the repository's own packages.
+# recompiles only the repository's own packages (`go build -v` in the build stage lists them).
+#
+# Few steps, and no extracted module tree left in any layer: the legacy builder commits a
+# container after every instruction, and with a storage driver that diffs by walking the
+# whole file system (fuse-overlayfs, vfs) each step costs in proportion to the files in the
+# image. Modules are fetched as zips for the packages built (`go list`), not the whole graph
+# (`go mod download` would also fetch test-only modules and the `tool` directives' modules),
+# and each stage unpacks what it compiles from and deletes it again.
 #
 # Legacy builder and BuildKit alike (no RUN --mount, no COPY --chmod): docker-compose 1.29
 # and a Docker CLI without buildx build with the legacy builder. The base images are
@@ -26,43 +36,51 @@
 ARG GO_IMAGE=golang:1.26-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
-FROM ${GO_IMAGE} AS modules
-# Module mode, not the workspace: each service builds from its own go.mod, whose replace
-# directive points at ../../libs/apiserver. -trimpath in GOFLAGS, so that every stage's
-# compile has the same cache keys.
-ENV CGO_ENABLED=0 GOWORK=off GOFLAGS=-trimpath
-# A module mirror of your own, if the public proxy is out of reach.
+FROM ${GO_IMAGE} AS go
+# A module mirror of your own, if the public proxy is out of reach (empty: Go's default).
 ARG GOPROXY
-COPY libs/apiserver/go.mod libs/apiserver/go.sum /src/libs/apiserver/
-COPY services/geoip/go.mod services/geoip/go.sum /src/services/geoip/
-COPY services/chat/go.mod services/chat/go.sum /src/services/chat/
-RUN set -e; for m in services/geoip services/chat; do (cd "/src/$m" && go mod download); done
+# Module mode, not the workspace: each service builds from its own go.mod, whose replace
+# directive points at ../../libs/apiserver. The same flags in every stage, so that the
+# build stage finds the deps stage's compiles in the cache (-trimpath also keeps the
+# directory out of the cache keys). nomsgpack: gin without its MessagePack codec, which
+# nothing here uses and which is the largest package to compile (ugorji/go/codec).
+# -modcacherw: the unpacked modules can be deleted without a chmod pass.
+ENV CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -tags=nomsgpack -modcacherw" \
+    GOMODCACHE=/deps/mod GOPROXY=${GOPROXY}
 
-FROM modules AS deplist
-COPY libs/apiserver/ /src/libs/apiserver/
-COPY services/ /src/services/
+FROM go AS deplist
+COPY . /src/
 # Everything outside the repository (no module, or a module that is neither the main one
-# nor replaced by a directory), sorted: the file stays the same until an import changes,
-# and then so does the next stage's cache key.
-RUN set -e; mkdir /deps; for svc in geoip chat; do \
+# nor replaced by a directory), sorted: the files stay the same until an import or a
+# go.mod/go.sum changes, and then so does the next stage's cache key. Only the module
+# cache's zips, .mod and .info files are kept (the unpacked tree is deleted: the deps
+# stage unpacks it again from them, without the network).
+RUN set -e; mkdir -p /deps/src; for svc in geoip chat; do \
       (cd "/src/services/$svc" && \
-       go list -deps -f '{{with .Module}}{{if and (not .Main) (not .Replace)}}{{$.ImportPath}}{{end}}{{else}}{{$.ImportPath}}{{end}}' "./cmd/$svc" | \
-       sed '/^$/d' | sort >"/deps/$svc"); \
-    done
+       go list -deps -f '{{with .Module}}{{if and (not .Main) (not .Replace)}}{{$.ImportPath}}{{end}}{{else}}{{$.ImportPath}}{{end}}' "./cmd/$svc" >/tmp/list && \
+       sed '/^$/d' /tmp/list | sort >"/deps/$svc.packages"); \
+    done; \
+    cd /src && find libs services -name go.mod -o -name go.sum | tar -cf - -T - | tar -xf - -C /deps/src; \
+    find /deps/mod -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +; \
+    rm -rf /deps/mod/cache/vcs
 
-FROM modules AS deps
+FROM go AS deps
 COPY --from=deplist /deps/ /deps/
 # go build of packages that are not main only fills the build cache, which is what the
-# next stage starts from.
-RUN set -e; for svc in geoip chat; do (cd "/src/services/$svc" && go build $(cat "/deps/$svc")); done
+# next stage starts from. GOPROXY=off: every module it needs is in the zips.
+RUN set -e; for svc in geoip chat; do \
+      (cd "/deps/src/services/$svc" && GOPROXY=off go build $(cat "/deps/$svc.packages")); \
+    done; \
+    find /deps/mod -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +
 
 FROM deps AS build
-COPY libs/apiserver/ /src/libs/apiserver/
-COPY services/ /src/services/
+COPY . /src/
 ARG VERSION=dev
 RUN set -e; for svc in geoip chat; do \
-      (cd "/src/services/$svc" && go build -ldflags="-s -w -X main.version=${VERSION}" -o "/out/$svc" "./cmd/$svc"); \
-    done
+      (cd "/src/services/$svc" && \
+       GOPROXY=off go build -v -ldflags="-s -w -X main.version=${VERSION}" -o "/out/$svc" "./cmd/$svc"); \
+    done; \
+    find /deps/mod -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +
 
 FROM ${RUNTIME_IMAGE} AS geoip
 ARG RUNTIME_IMAGE

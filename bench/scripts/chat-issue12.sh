@@ -40,24 +40,8 @@ redis_ports=("$redis_port")
 if [[ -n $cluster ]]; then
 	redis_ports=("$redis_port" $((redis_port + 1)) $((redis_port + 2)))
 fi
-for port in "${redis_ports[@]}" "$floor_port" "${chat_ports[@]}"; do
-	if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		echo "chat-issue12.sh: port $port is in use" >&2
-		exit 1
-	fi
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-		kill "${pids[i]}" 2>/dev/null || true
-		wait "${pids[i]}" 2>/dev/null || true
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+ports_free "${redis_ports[@]}" "$floor_port" "${chat_ports[@]}"
+scratch
 
 (cd "$root/services/chat" && go build -o "$work/chat" ./cmd/chat)
 (cd "$root/bench" && go build -o "$work/" ./cmd/fanout ./cmd/wsfloor ./cmd/wsidle)

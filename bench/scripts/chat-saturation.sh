@@ -47,25 +47,8 @@ ports=("$redis_port" "$floor_port" "${chat_ports[@]}")
 if [[ -n ${CHAT_BASELINE_BIN:-} ]]; then
 	ports+=("${base_ports[@]}")
 fi
-for port in "${ports[@]}"; do
-	if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		echo "chat-saturation.sh: port $port is in use" >&2
-		exit 1
-	fi
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	# Newest first: the replicas stop before the Redis they use.
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-		kill "${pids[i]}" 2>/dev/null || true
-		wait "${pids[i]}" 2>/dev/null || true
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+ports_free "${ports[@]}"
+scratch
 
 chat_bin=${CHAT_BIN:-}
 if [[ -z $chat_bin ]]; then

@@ -32,28 +32,19 @@ command -v wrk >/dev/null || {
 	exit 1
 }
 
-bin=$(mktemp -d)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$bin"
-}
-trap cleanup EXIT
+scratch
 
-(cd "$root/bench" && go build -o "$bin/" ./cmd/geoipfloor)
-(cd "$root/services/geoip" && go build -o "$bin/geoip" ./cmd/geoip)
+(cd "$root/bench" && go build -o "$work/" ./cmd/geoipfloor)
+(cd "$root/services/geoip" && go build -o "$work/geoip" ./cmd/geoip)
 
-"$bin/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
+"$work/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
 floor_pid=$!
 pids+=("$floor_pid")
 # The deployed mode (APP_ENV=production), access logs off (LOG_LEVEL=warn: the floor has no
 # logger either) and loopback exempt
 # from the per-client rate limit, which would otherwise answer 429 after 100 requests.
 HOST=127.0.0.1 PORT=$geoip_port GEOIP_DB=$db APP_ENV=production LOG_LEVEL=warn RATE_LIMIT_ALLOW=127.0.0.1 \
-	"$bin/geoip" serve &
+	"$work/geoip" serve &
 geoip_pid=$!
 pids+=("$geoip_pid")
 

@@ -12,3 +12,34 @@ wait_ready() {
 	echo "$(basename "$0"): $1 did not answer" >&2
 	exit 1
 }
+
+# ports_free PORT...: exit the calling script when something already listens on one of
+# them: it would answer in place of the servers the script starts.
+ports_free() {
+	local port
+	for port in "$@"; do
+		if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$(basename "$0"): port $port is in use" >&2
+			exit 1
+		fi
+	done
+}
+
+# scratch: sets work (a new temporary directory) and pids (append every background process
+# started); on exit, Ctrl-C included, the processes are stopped newest first (replicas
+# before the Redis they use) and work is removed.
+scratch() {
+	work=$(mktemp -d)
+	pids=()
+	trap scratch_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+scratch_cleanup() {
+	local i
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}

@@ -46,10 +46,13 @@ func TestRoundsRunInterleaves(t *testing.T) {
 	var runs []string
 	var gaps []time.Duration
 	last := time.Time{}
-	rs := Rounds{Count: 3, Alternate: true, Pause: 20 * time.Millisecond}
+	rs := Rounds{Count: 3, Alternate: true, Pause: 300 * time.Millisecond}
+	start := time.Now()
 	err := rs.Run(context.Background(), &tb, func(_ context.Context, round, target int) (map[string]float64, error) {
 		if !last.IsZero() {
 			gaps = append(gaps, time.Since(last))
+		} else if d := time.Since(start); d >= rs.Pause {
+			t.Errorf("first run after %s: a pause before it", d)
 		}
 		runs = append(runs, fmt.Sprintf("%d%s", round, tb.Targets[target]))
 		last = time.Now()
@@ -57,6 +60,9 @@ func TestRoundsRunInterleaves(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d := time.Since(last); d >= rs.Pause {
+		t.Errorf("returned %s after the last run: a pause after it", d)
 	}
 	if want := []string{"0a", "0b", "1b", "1a", "2a", "2b"}; !reflect.DeepEqual(runs, want) {
 		t.Errorf("runs %v, want %v", runs, want)
