@@ -10,6 +10,9 @@ import (
 	"os"
 )
 
+// The floor keeps its own copy of libs/apiserver/pprofserve: the bench module does not
+// depend on the library it measures against.
+//
 // A profiling build (go build -tags pprof) serves net/http/pprof on
 // GEOIPFLOOR_PPROF_ADDR, a listener of its own, so a profile of the floor can be
 // compared with geoip's under the same wrk load. The

@@ -2,36 +2,10 @@
 
 package main
 
-import (
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"os"
-)
+import "github.com/apistack/platform/libs/apiserver/pprofserve"
 
 // A profiling build (go build -tags pprof) serves net/http/pprof on
-// CHAT_PPROF_ADDR, a listener of its own, so the benchmarks can profile a
-// replica under load (bench/scripts/chat-saturation.sh, CHAT_PPROF=1). The
-// address must be a loopback one: profiles expose the process. The default
-// build has no such endpoint.
-func init() {
-	addr := os.Getenv("CHAT_PPROF_ADDR")
-	if addr == "" {
-		return
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		slog.Error("pprof: CHAT_PPROF_ADDR must be a loopback host:port; not serving profiles", "addr", addr)
-		return
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	go func() {
-		if err := http.ListenAndServe(addr, mux); err != nil {
-			slog.Error("pprof listener", "addr", addr, "err", err)
-		}
-	}()
-}
+// CHAT_PPROF_ADDR, a loopback listener of its own, so the benchmarks can profile
+// a replica under load (bench/scripts/chat-saturation.sh, CHAT_PPROF=1). The default build has no such endpoint. It is read here, not in
+// internal/config, because only this build knows the variable.
+func init() { pprofserve.FromEnv("CHAT_PPROF_ADDR") }
