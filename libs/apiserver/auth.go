@@ -15,14 +15,9 @@ const authContextKey = "apiserver.auth"
 // with WWW-Authenticate. Wrong token or a validator's valid=false: 403.
 func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 	var zero A
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return zero, UnauthorizedError("Missing authorization header")
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	// The scheme is case-insensitive (RFC 9110 11.1); the token is one word.
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return zero, UnauthorizedError("Invalid authorization header format. Expected: Bearer <token>")
+	token, err := BearerToken(r)
+	if err != nil {
+		return zero, err
 	}
 	if v := s.cfg.TokenValidator; v != nil {
 		res := v(token, r)
@@ -45,6 +40,26 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 		return zero, ForbiddenError("Invalid token")
 	}
 	return zero, nil
+}
+
+// BearerToken reads the token of the request's "Authorization: Bearer
+// <token>" header with the rule of authenticated endpoints, for a handler
+// that checks a token itself (an endpoint whose token is optional, a
+// WebSocket handshake): no header is a 401 "Missing authorization header",
+// anything but the scheme (case-insensitive, RFC 9110 11.1), one space and
+// one word is a 401 "Invalid authorization header format. Expected:
+// Bearer <token>", both with WWW-Authenticate: Bearer. Compare err with
+// nil before storing it in an error interface.
+func BearerToken(r *http.Request) (token string, err *Error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", UnauthorizedError("Missing authorization header")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return "", UnauthorizedError("Invalid authorization header format. Expected: Bearer <token>")
+	}
+	return token, nil
 }
 
 // AuthenticateToken is the seed's authenticateToken hook as gin
