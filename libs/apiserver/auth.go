@@ -11,6 +11,17 @@ import (
 
 const authContextKey = "apiserver.auth"
 
+// The answers of authenticated routes, named once for the handlers and for
+// the OpenAPI document that describes them.
+const (
+	msgMissingHeader   = "Missing authorization header"
+	msgMalformedHeader = "Invalid authorization header format. Expected: Bearer <token>"
+	msgInvalidToken    = "Invalid token"
+
+	docUnauthorized = "No Authorization header (message \"" + msgMissingHeader + "\"), or not `Bearer <token>` (message \"" + msgMalformedHeader + "\")"
+	docForbidden    = "Wrong token: not API_TOKEN (message \"" + msgInvalidToken + "\"), or the TokenValidator answered valid: false (message: its error, else \"" + msgInvalidToken + "\")"
+)
+
 // authenticate checks the bearer token. Missing or malformed header: 401
 // with WWW-Authenticate. Wrong token or a validator's valid=false: 403.
 func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
@@ -27,7 +38,7 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 		if !res.Valid {
 			msg := res.Error
 			if msg == "" {
-				msg = "Invalid token"
+				msg = msgInvalidToken
 			}
 			return zero, ForbiddenError(msg)
 		}
@@ -37,7 +48,7 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 	// lengths; with no token configured every token is refused.
 	sum := sha256.Sum256([]byte(token))
 	if s.tokenHash == nil || subtle.ConstantTimeCompare(sum[:], s.tokenHash) != 1 {
-		return zero, ForbiddenError("Invalid token")
+		return zero, ForbiddenError(msgInvalidToken)
 	}
 	return zero, nil
 }
@@ -53,11 +64,11 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 func BearerToken(r *http.Request) (token string, err *Error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", UnauthorizedError("Missing authorization header")
+		return "", UnauthorizedError(msgMissingHeader)
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return "", UnauthorizedError("Invalid authorization header format. Expected: Bearer <token>")
+		return "", UnauthorizedError(msgMalformedHeader)
 	}
 	return token, nil
 }
