@@ -45,7 +45,13 @@ func (s *Server[A]) setupLimiter() error {
 	if name == "" {
 		name = "api"
 	}
-	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":"})
+	// go-redis's autopipeliner runs its batches on its own context, not the
+	// call's: against a hung Redis the limiter still answers in time, but
+	// the abandoned batch holds its connection for the client's read
+	// timeout, retried. That is 100 ms without retries on the library's own
+	// client, and seconds on a caller's (a store's 3 s, retried), so a
+	// caller's client gets one pooled call each, which the deadline ends.
+	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":", DisableAutoPipeline: s.ownRedis == nil})
 	if err != nil {
 		_ = s.closeOwnRedis()
 		return fmt.Errorf("rate limiter: %w", err)
