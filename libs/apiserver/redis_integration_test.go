@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 )
@@ -229,16 +230,28 @@ func newCountingProxy(t *testing.T, addr string) *countingProxy {
 	return p
 }
 
-// TestCallerRedisClientHungRedis: on the caller's client (a service's
-// store client, 3 s read timeout and retries) a Redis that stops
-// answering costs a request the limiter's 100 ms, and the limiter's call
-// gives its connection up then, not after the client's read timeout and
-// retries: a batch of go-redis's autopipeliner runs on its own context and
-// would hold its connection that long.
+// TestCallerRedisClientHungRedis: on a caller's client, a Redis that
+// stops answering costs a request the limiter's 100 ms, and the limiter's
+// call gives its connection up then, not after the client's own read
+// timeout and retries: a store's client (3 s, retried) as well as one made
+// for the limiter (redisconn.Options.Timeout), which keeps go-redis's
+// autopipeliner, whose batches run on their own context.
 func TestCallerRedisClientHungRedis(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts redisconn.Options
+	}{
+		{"store client", redisconn.Options{}},
+		{"limiter client", redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testHungRedis(t, tc.opts) })
+	}
+}
+
+func testHungRedis(t *testing.T, opts redisconn.Options) {
 	rds := redistest.Start(t)
 	proxy := newCountingProxy(t, rds.Addr())
-	client, err := redisconn.Open("redis://" + proxy.ln.Addr().String() + "/0")
+	client, err := redisconn.OpenWith("redis://"+proxy.ln.Addr().String()+"/0", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
