@@ -11,18 +11,24 @@ import (
 
 const authContextKey = "apiserver.auth"
 
+// The answers of authenticated routes, named once for the handlers and for
+// the OpenAPI document that describes them.
+const (
+	msgMissingHeader   = "Missing authorization header"
+	msgMalformedHeader = "Invalid authorization header format. Expected: Bearer <token>"
+	msgInvalidToken    = "Invalid token"
+
+	docUnauthorized = "No Authorization header (message \"" + msgMissingHeader + "\"), or not `Bearer <token>` (message \"" + msgMalformedHeader + "\")"
+	docForbidden    = "Wrong token: not API_TOKEN (message \"" + msgInvalidToken + "\"), or the TokenValidator answered valid: false (message: its error, else \"" + msgInvalidToken + "\")"
+)
+
 // authenticate checks the bearer token. Missing or malformed header: 401
 // with WWW-Authenticate. Wrong token or a validator's valid=false: 403.
 func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 	var zero A
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return zero, UnauthorizedError("Missing authorization header")
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	// The scheme is case-insensitive (RFC 9110 11.1); the token is one word.
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return zero, UnauthorizedError("Invalid authorization header format. Expected: Bearer <token>")
+	token, err := BearerToken(r)
+	if err != nil {
+		return zero, err
 	}
 	if v := s.cfg.TokenValidator; v != nil {
 		res := v(token, r)
@@ -32,7 +38,7 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 		if !res.Valid {
 			msg := res.Error
 			if msg == "" {
-				msg = "Invalid token"
+				msg = msgInvalidToken
 			}
 			return zero, ForbiddenError(msg)
 		}
@@ -42,9 +48,29 @@ func (s *Server[A]) authenticate(r *http.Request) (A, *Error) {
 	// lengths; with no token configured every token is refused.
 	sum := sha256.Sum256([]byte(token))
 	if s.tokenHash == nil || subtle.ConstantTimeCompare(sum[:], s.tokenHash) != 1 {
-		return zero, ForbiddenError("Invalid token")
+		return zero, ForbiddenError(msgInvalidToken)
 	}
 	return zero, nil
+}
+
+// BearerToken reads the token of the request's "Authorization: Bearer
+// <token>" header with the rule of authenticated endpoints, for a handler
+// that checks a token itself (an endpoint whose token is optional, a
+// WebSocket handshake): no header is a 401 "Missing authorization header",
+// anything but the scheme (case-insensitive, RFC 9110 11.1), one space and
+// one word is a 401 "Invalid authorization header format. Expected:
+// Bearer <token>", both with WWW-Authenticate: Bearer. Compare err with
+// nil before storing it in an error interface.
+func BearerToken(r *http.Request) (token string, err *Error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", UnauthorizedError(msgMissingHeader)
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return "", UnauthorizedError(msgMalformedHeader)
+	}
+	return token, nil
 }
 
 // AuthenticateToken is the seed's authenticateToken hook as gin

@@ -328,16 +328,29 @@ func boolSetting(v *bool, name string, def bool, getenv func(string) string, bad
 		return *v
 	}
 	raw := getenv(name)
-	switch strings.ToLower(raw) {
-	case "":
+	if raw == "" {
 		return def
-	case "true", "1", "yes":
-		return true
-	case "false", "0", "no":
-		return false
 	}
-	bad(name, raw, "must be true or false")
-	return def
+	b, err := ParseBool(raw)
+	if err != nil {
+		bad(name, raw, err.Error())
+		return def
+	}
+	return b
+}
+
+// ParseBool is the one rule for boolean variables, the library's and the
+// services' own: true, 1, yes or false, 0, no, in any case. It is narrower
+// than strconv.ParseBool (no t or f) and wider (yes, no), and the same
+// for every variable so that a value means one thing everywhere.
+func ParseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, errors.New("must be true or false (also 1 or 0, yes or no)")
 }
 
 func firstNonEmpty(values ...string) string {

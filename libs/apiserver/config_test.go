@@ -119,3 +119,17 @@ func TestRegisterRejectsBadDeclarations(t *testing.T) {
 		})
 	}
 }
+
+// TestParseBool pins the one boolean rule every variable follows.
+func TestParseBool(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "TRUE": true, "1": true, "yes": true, "Yes": true, "false": false, "False": false, "0": false, "no": false, "NO": false} {
+		if got, err := apiserver.ParseBool(v); err != nil || got != want {
+			t.Errorf("ParseBool(%q) = %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"", "t", "f", "on", "off", "maybe", " true"} {
+		if _, err := apiserver.ParseBool(v); err == nil {
+			t.Errorf("ParseBool(%q) accepted", v)
+		}
+	}
+}

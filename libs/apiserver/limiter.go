@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
@@ -21,7 +22,8 @@ import (
 // ratelimit.DefaultRedisTimeout through its context, so a hung Redis adds
 // at most that to a request, whichever client it runs on. The library's
 // own client is made for that path alone: short socket timeouts and no
-// retries (a retry could only finish after the deadline).
+// retries (a retry could only finish after the deadline); see
+// pipelineBounded for how a call travels.
 func (s *Server[A]) setupLimiter() error {
 	client := s.cfg.Redis
 	if client == nil && s.set.common.RedisURL != "" {
@@ -45,7 +47,7 @@ func (s *Server[A]) setupLimiter() error {
 	if name == "" {
 		name = "api"
 	}
-	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":"})
+	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":", DisableAutoPipeline: !pipelineBounded(client)})
 	if err != nil {
 		_ = s.closeOwnRedis()
 		return fmt.Errorf("rate limiter: %w", err)
@@ -198,4 +200,24 @@ func (s *Server[A]) limiterKey(b []byte, client netip.Addr) []byte {
 	b = p.Addr().AppendTo(b)
 	b = append(b, '/')
 	return strconv.AppendInt(b, int64(p.Bits()), 10)
+}
+
+// pipelineBounded reports whether client's own timeouts end an
+// autopipelined call about when the limiter's deadline does. go-redis's
+// autopipeliner runs its batches on its own context, not the call's:
+// against a hung Redis the limiter still answers in time, but the
+// abandoned batch holds its connection until the client's socket timeouts
+// end it, retried (measured: still open 13 s later with go-redis's
+// defaults, a store's client). Such a client gets one pooled call per
+// check instead, which the deadline ends (ContextTimeoutEnabled); one
+// made for the limiter (the library's own, or redisconn.Options.Timeout)
+// keeps the autopipeliner's batching.
+func pipelineBounded(client redis.UniversalClient) bool {
+	c, ok := client.(*redis.Client) // only *redis.Client autopipelines
+	if !ok {
+		return false
+	}
+	o, limit := c.Options(), ratelimit.DefaultRedisTimeout
+	within := func(d time.Duration) bool { return d > 0 && d <= limit }
+	return within(o.DialTimeout) && within(o.ReadTimeout) && within(o.WriteTimeout) && o.MaxRetries <= 0 && o.DialerRetries <= 1
 }

@@ -251,8 +251,11 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	}
 	if op.Authenticated {
 		o["security"] = []any{map[string]any{"bearerAuth": []string{}}}
-		addErr(http.StatusUnauthorized, "Missing or malformed Authorization header")
-		addErr(http.StatusForbidden, "Invalid token")
+		// What authenticate answers, as the original library does (403
+		// for a wrong token); a service whose validator answers otherwise
+		// (chat: 401 for an unknown token) says so in Operation.Responses.
+		addErr(http.StatusUnauthorized, docUnauthorized)
+		addErr(http.StatusForbidden, docForbidden)
 	}
 	if op.RateLimit == nil || !op.RateLimit.Disabled {
 		addErr(http.StatusTooManyRequests, "Rate limit exceeded; see Retry-After")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -92,5 +94,37 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	}
 	if doc.Paths.Find("/unlimited").Get.Responses.Status(429) != nil {
 		t.Error("an unlimited endpoint documents 429")
+	}
+}
+
+// TestOpenAPIAuthAnswersAreTheServed: the documented 401 and 403 of an
+// authenticated route name the status and message the route answers.
+func TestOpenAPIAuthAnswersAreTheServed(t *testing.T) {
+	s := newFixture(t, nil, nil)
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct{ Description string }
+		}
+	}
+	if err := json.Unmarshal(send(s, request{method: "GET", path: "/openapi.json"}).Body.Bytes(), &spec); err != nil {
+		t.Fatal(err)
+	}
+	docs := spec.Paths["/items"]["post"].Responses
+	for _, h := range []map[string]string{{}, {"Authorization": "Token abc"}, {"Authorization": "Bearer wrong"}} {
+		rec := send(s, request{method: "POST", path: "/items", body: `{"name":"a"}`, header: withJSON(h)})
+		var body struct {
+			StatusCode int
+			Message    string
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.StatusCode != rec.Code {
+			t.Fatalf("%v: %d %s (%v)", h, rec.Code, rec.Body, err)
+		}
+		doc, ok := docs[strconv.Itoa(rec.Code)]
+		if !ok || !strings.Contains(doc.Description, `"`+body.Message+`"`) {
+			t.Errorf("%v answers %d %q; documented %d: %q", h, rec.Code, body.Message, rec.Code, doc.Description)
+		}
+	}
+	if d := docs["403"].Description; !strings.Contains(d, "API_TOKEN") || !strings.Contains(d, "valid: false") {
+		t.Errorf("403 = %q; want both ways a token is refused", d)
 	}
 }

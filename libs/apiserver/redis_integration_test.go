@@ -4,13 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 )
@@ -185,5 +188,107 @@ func TestCallerRedisClient(t *testing.T) {
 	}
 	if err := client.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Stop closed the caller's client: %v", err)
+	}
+}
+
+// countingProxy forwards TCP to addr and counts the client connections
+// open through it: what a client holds on a Redis that does not answer.
+type countingProxy struct {
+	ln   net.Listener
+	open atomic.Int64
+}
+
+func newCountingProxy(t *testing.T, addr string) *countingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &countingProxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.open.Add(1)
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+			go func() {
+				_, _ = io.Copy(up, c) // ends when the client closes its side
+				p.open.Add(-1)
+				up.Close()
+				c.Close()
+			}()
+		}
+	}()
+	return p
+}
+
+// TestCallerRedisClientHungRedis: on a caller's client, a Redis that
+// stops answering costs a request the limiter's 100 ms, and the limiter's
+// call gives its connection up then, not after the client's own read
+// timeout and retries: a store's client (3 s, retried) as well as one made
+// for the limiter (redisconn.Options.Timeout), which keeps go-redis's
+// autopipeliner, whose batches run on their own context.
+func TestCallerRedisClientHungRedis(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts redisconn.Options
+	}{
+		{"store client", redisconn.Options{}},
+		{"limiter client", redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testHungRedis(t, tc.opts) })
+	}
+}
+
+func testHungRedis(t *testing.T, opts redisconn.Options) {
+	rds := redistest.Start(t)
+	proxy := newCountingProxy(t, rds.Addr())
+	client, err := redisconn.OpenWith("redis://"+proxy.ln.Addr().String()+"/0", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { go client.Close() }() // Close would wait for an abandoned call
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.DiscardHandler),
+		Redis:  client,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items"},
+		func(c *apiserver.Context[struct{}], in *listIn) (listOut, error) {
+			return listOut{Limit: in.Limit}, nil
+		})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	if code, body := get(t, ts.URL+"/items"); code != 200 {
+		t.Fatalf("GET /items: %d %s", code, body)
+	}
+	rds.Pause()
+	start := time.Now()
+	code, body := get(t, ts.URL+"/items")
+	elapsed := time.Since(start)
+	if code != 200 {
+		t.Fatalf("GET /items with Redis hung (fail open): %d %s", code, body)
+	}
+	// Generous for a loaded machine, yet below the client's 3 s.
+	if elapsed > 1500*time.Millisecond {
+		t.Errorf("GET /items took %v with Redis hung", elapsed)
+	}
+	deadline := start.Add(2 * time.Second)
+	for proxy.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := proxy.open.Load(); n > 0 {
+		t.Fatalf("%v after the request, %d connection(s) still wait on the hung Redis", time.Since(start), n)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -65,6 +66,29 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 	s.cmd = nil
+}
+
+// Pause stops the server process (SIGSTOP) without closing its sockets:
+// connections stay open and nothing is answered, a hung Redis. Resume
+// continues it; the test's cleanup resumes it too, so Stop can end it.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	s.signal(syscall.SIGSTOP)
+	s.tb.Cleanup(s.Resume)
+}
+
+// Resume continues a paused server (SIGCONT); harmless when not paused.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Errorf("redis-server: %v: %v", sig, err)
+	}
 }
 
 // Restart stops the server and starts it again on the same port and data

@@ -127,9 +127,9 @@ func Load(getenv func(string) string) (Config, error) {
 		c.SendLimit = l
 	}
 	if v := getenv("CHAT_PUBLIC_READ"); v != "" {
-		b, err := strconv.ParseBool(v)
+		b, err := apiserver.ParseBool(v)
 		if err != nil {
-			bad("CHAT_PUBLIC_READ", v, "want true or false")
+			bad("CHAT_PUBLIC_READ", v, err.Error())
 		}
 		c.PublicRead = b
 	}

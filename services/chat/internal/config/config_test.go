@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
@@ -127,5 +128,26 @@ func TestSendLimitIsReadOnce(t *testing.T) {
 	}
 	if _, err := Load(envOf(map[string]string{"CHAT_SEND_LIMIT": "lots"})); err == nil || !strings.Contains(err.Error(), "CHAT_SEND_LIMIT") {
 		t.Fatalf("lots: %v", err)
+	}
+}
+
+// CHAT_PUBLIC_READ reads booleans as the library's variables do
+// (METRICS_ENABLED): the same words mean the same everywhere.
+func TestPublicReadUsesTheLibraryBooleans(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "YES": true, "1": true, "false": false, "no": false, "No": false, "0": false} {
+		c, err := Load(envOf(map[string]string{"CHAT_PUBLIC_READ": v}))
+		if err != nil || c.PublicRead != want {
+			t.Errorf("CHAT_PUBLIC_READ=%s: %v (%v), want %v", v, c.PublicRead, err, want)
+		}
+		lib, err := apiserver.ParseBool(v)
+		if err != nil || lib != want {
+			t.Errorf("the library reads %s as %v (%v)", v, lib, err)
+		}
+	}
+	for _, v := range []string{"t", "F", "on", "maybe"} {
+		_, err := Load(envOf(map[string]string{"CHAT_PUBLIC_READ": v}))
+		if _, libErr := apiserver.ParseBool(v); err == nil || libErr == nil || !strings.Contains(err.Error(), "CHAT_PUBLIC_READ") || !strings.Contains(err.Error(), libErr.Error()) {
+			t.Errorf("CHAT_PUBLIC_READ=%s: err %v, want the library's refusal (%v)", v, err, libErr)
+		}
 	}
 }

@@ -152,6 +152,17 @@ func TestAuthorizationHeaderAuthenticates(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Fatalf("unknown token: err %v resp %v, want 401 as over REST", err, resp)
 	}
+	// A malformed header gets the library's answer for authenticated routes.
+	for _, h := range []string{"Token abc", "Bearer  " + adminToken, "Bearer a b", adminToken} {
+		_, resp, err := tryDial(t, r.base, "channel=general", http.Header{"Authorization": {h}})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+			t.Fatalf("%q: err %v resp %v, want 401", h, err, resp)
+		}
+		var body struct{ Message string }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Message != "Invalid authorization header format. Expected: Bearer <token>" {
+			t.Fatalf("%q: body %+v (%v)", h, body, err)
+		}
+	}
 }
 
 func TestPrivateReadingNeedsAnAuthFrame(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 
 	"github.com/apistack/platform/services/geoip/internal/asn"
@@ -84,7 +85,11 @@ func serve(ctx context.Context, args []string, env func(string) string) error {
 	log.Info("geoip starting", "config", cfg)
 	var rdb redis.UniversalClient // the rate-limit counters' connection
 	if cfg.Settings.RedisURL != "" {
-		if rdb, err = redisconn.Open(cfg.Settings.RedisURL); err != nil {
+		// Made for the limiter alone: its socket timeouts are the limiter's
+		// deadline and it does not retry, so the library batches its calls
+		// (autopipelining) and a hung Redis still frees the connection then.
+		rdb, err = redisconn.OpenWith(cfg.Settings.RedisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
+		if err != nil {
 			return err
 		}
 		defer rdb.Close() // after the server has stopped: deferred first, run last
