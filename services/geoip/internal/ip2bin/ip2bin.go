@@ -44,11 +44,6 @@ type DB struct {
 	// reads the matching row's range from them.
 	data []byte
 	hdr  header
-	// fine4 indexes the IPv4 rows by the top fine4Bits of the address (built by
-	// buildFine4 when the file is in memory): the file's own index, by the top 16 bits,
-	// leaves some 56 rows per bucket on the full DB-IP data, six probes of two rows each
-	// across 300 MB; this one leaves about 4, two probes.
-	fine4 []uint32
 }
 
 var _ lookup.DB = (*DB)(nil)
@@ -82,7 +77,6 @@ func OpenBytes(data []byte, source string) (*DB, error) {
 	db, err := open(&memReader{data: data}, h, source, int64(len(data)), checksum(data))
 	if err == nil {
 		db.data, db.hdr = data, h
-		db.fine4 = buildFine4(data, h)
 		db.info.ZoneNames = zoneNamesEverywhere(data, h)
 	}
 	return db, err

@@ -73,10 +73,7 @@ func (d *DB) rowFor(addr netip.Addr) row {
 		return u128{binary.LittleEndian.Uint64(data[off+8:]), binary.LittleEndian.Uint64(data[off:])}, true
 	}
 	low, high := 0, count
-	if width == 32 && d.fine4 != nil {
-		b := ip.lo >> (32 - fine4Bits)
-		low, high = int(d.fine4[b]), int(d.fine4[b+1])
-	} else if indexBase >= 0 {
+	if indexBase >= 0 {
 		top := ip.lo >> 16
 		if width == 128 {
 			top = ip.hi >> 48
@@ -126,34 +123,6 @@ func (d *DB) rowFor(addr netip.Addr) row {
 		}
 	}
 	return row{}
-}
-
-// fine4Bits is how many leading bits of an IPv4 address the in-memory index resolves:
-// 2^20 buckets, 4 MB of row numbers per loaded file.
-const fine4Bits = 20
-
-// buildFine4 returns, for every bucket b of 2^fine4Bits addresses (and for b = 2^fine4Bits,
-// the end), the IPv4 row that holds the bucket's first address: a lookup in bucket b
-// searches rows fine4[b] to fine4[b+1] (the row holding the next bucket's first address,
-// at most the last row before the sentinel, so the search may read the row after each
-// row it probes). One pass over the rows, after verify checked that they start at 0,
-// ascend and end with the sentinel.
-func buildFine4(data []byte, h header) []uint32 {
-	count, rowSize, base := int(h.count4), 4*int(h.columns), int(h.base4)-1
-	if count < 2 || base < 0 || base+count*rowSize > len(data) {
-		return nil
-	}
-	from := func(r int) uint64 { return uint64(binary.LittleEndian.Uint32(data[base+r*rowSize:])) }
-	idx := make([]uint32, 1<<fine4Bits+1)
-	r := 0
-	for b := range idx {
-		start := uint64(b) << (32 - fine4Bits)
-		for r+1 < count-1 && from(r+1) <= start {
-			r++
-		}
-		idx[b] = uint32(r)
-	}
-	return idx
 }
 
 // network returns the largest CIDR block that holds addr and lies inside the BIN row (an
