@@ -100,11 +100,11 @@ func TestDirectReaderMatchesTheLibraryOnFullData(t *testing.T) {
 	sameAnswers(t, db, randomAddrs(200000))
 }
 
-// TestFineIndexFindsRowsAcrossBuckets holds the in-memory IPv4 index (2^20 buckets of 4,096
-// addresses) to the library on dense data: ranges of 1 to 9,000 addresses, many to a
-// bucket and many across bucket edges, each asked at its ends, at every bucket edge they
-// cross and inside.
-func TestFineIndexFindsRowsAcrossBuckets(t *testing.T) {
+// TestDirectReaderFindsRowsInDenseRanges holds the direct reader's index search to the
+// library on dense data: ranges of 1 to 9,000 addresses, many to a bucket of 4,096
+// addresses and many across bucket edges, each asked at its ends, at every such edge it
+// crosses and inside.
+func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 	b := binwriter.NewBuilder()
 	locs := []uint32{b.Intern(mountainView), b.Intern(sydney), b.Intern(countryOnly), b.Intern(zurich)}
 	r := rand.New(rand.NewPCG(3, 4))
