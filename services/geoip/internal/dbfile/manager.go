@@ -60,11 +60,16 @@ var ErrClosed = errors.New("database closed")
 
 type handle struct {
 	db lookup.DB
+	// version is db.Info().Version(), asked on every request (ETags, the answer cache):
+	// kept here rather than copying the whole Info through the interface each time.
+	version string
 	// mu is held shared by lookups and exclusively to close the database, so closing
 	// waits for the lookups in flight.
 	mu     sync.RWMutex
 	closed bool
 }
+
+func newHandle(db lookup.DB) *handle { return &handle{db: db, version: db.Info().Version()} }
 
 type fileStat struct {
 	size    int64
@@ -117,7 +122,7 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load database: %w", err)
 	}
-	m.cur.Store(&handle{db: db})
+	m.cur.Store(newHandle(db))
 	m.logLoaded("database loaded", db.Info())
 	return m, nil
 }
@@ -168,7 +173,7 @@ func (m *Manager) LookupString(s string) (netip.Addr, lookup.Record, error) {
 func (m *Manager) Info() lookup.Info { return m.cur.Load().db.Info() }
 
 // Version changes whenever a different database starts serving; use it in ETags.
-func (m *Manager) Version() string { return m.Info().Version() }
+func (m *Manager) Version() string { return m.cur.Load().version }
 
 // Subscribe returns a channel that receives the Info of every database swapped in, and a
 // function to stop. Slow readers see only the latest swap.
@@ -271,7 +276,7 @@ func (m *Manager) loadLocked(path string) error {
 }
 
 func (m *Manager) swapLocked(db lookup.DB) {
-	old := m.cur.Swap(&handle{db: db})
+	old := m.cur.Swap(newHandle(db))
 	m.metrics.reloads.Inc()
 	info := db.Info()
 	m.logLoaded("database swapped in", info)

@@ -25,3 +25,7 @@ func LookupViaLibrary(d *DB, addr netip.Addr) (lookup.Record, error) {
 
 // Direct reports whether lookups read DB11 rows directly.
 func Direct(d *DB) bool { return d.directDB11() }
+
+// FindsRow reports whether the direct reader finds addr's row itself, without falling
+// back to the library (whose answer would hide a row the index missed).
+func FindsRow(d *DB, addr netip.Addr) bool { return d.rowFor(addr.Unmap()).valid }

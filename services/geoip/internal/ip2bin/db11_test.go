@@ -1,9 +1,11 @@
 package ip2bin_test
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
@@ -18,6 +20,13 @@ func sameAnswers(t *testing.T, db *ip2bin.DB, addrs []netip.Addr) {
 	}
 	bad := 0
 	for _, a := range addrs {
+		// Every IPv4 address has a row (the rows start at 0.0.0.0), which the direct
+		// reader must find itself: a fallback to the library would hide an index fault.
+		if a.Is4() && !ip2bin.FindsRow(db, a) {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: the direct reader finds no row", a)
+			}
+		}
 		got, err := db.Lookup(a)
 		if err != nil {
 			t.Fatal(err)
@@ -89,4 +98,71 @@ func TestDirectReaderMatchesTheLibraryOnFullData(t *testing.T) {
 	}
 	defer db.Close()
 	sameAnswers(t, db, randomAddrs(200000))
+}
+
+// TestDirectReaderFindsRowsInDenseRanges holds the direct reader's index search to the
+// library on dense data: ranges of 1 to 9,000 addresses, many to a bucket of 4,096
+// addresses and many across bucket edges, each asked at its ends, at every such edge it
+// crosses and inside.
+func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
+	b := binwriter.NewBuilder()
+	locs := []uint32{b.Intern(mountainView), b.Intern(sydney), b.Intern(countryOnly), b.Intern(zurich)}
+	r := rand.New(rand.NewPCG(3, 4))
+	var addrs []netip.Addr
+	v4 := func(n uint32) netip.Addr {
+		return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	}
+	ask := func(n uint32) { addrs = append(addrs, v4(n)) }
+	// Dense ranges from 10.0.0.0, sparse ones further up, the last address included.
+	at := uint32(10 << 24)
+	for i := 0; i < 3000; i++ {
+		size := 1 + r.Uint32N(9000)
+		if i%500 == 499 {
+			at += 1 << 22 // a gap of empty buckets
+		}
+		last := at + size - 1
+		if err := b.AddRange(v4(at), v4(last), locs[i%len(locs)]); err != nil {
+			t.Fatal(err)
+		}
+		ask(at)
+		ask(last)
+		ask(at + r.Uint32N(size))
+		for edge := (at>>12 + 1) << 12; edge <= last; edge += 1 << 12 {
+			ask(edge - 1)
+			ask(edge)
+		}
+		ask(last + 1)
+		at = last + 1 + r.Uint32N(3)*r.Uint32N(5000)
+	}
+	if err := b.AddRange(v4(0xffffff00), v4(0xffffffff), locs[0]); err != nil {
+		t.Fatal(err)
+	}
+	ask(0)
+	ask(0xfffffeff)
+	ask(0xffffff00)
+	ask(0xffffffff)
+	for i := 0; i < 5000; i++ {
+		ask(r.Uint32())
+	}
+	var buf bytes.Buffer
+	if _, err := b.Write(&buf, binwriter.Options{Date: time.Date(2026, 6, 5, 0, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := ip2bin.OpenBytes(buf.Bytes(), "dense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	missed := 0
+	for _, a := range addrs {
+		if !ip2bin.FindsRow(db, a) {
+			if missed++; missed <= 5 {
+				t.Errorf("%s: the index search finds no row", a)
+			}
+		}
+	}
+	if missed > 0 {
+		t.Fatalf("%d of %d addresses not found by the index", missed, len(addrs))
+	}
+	sameAnswers(t, db, addrs)
 }

@@ -182,3 +182,37 @@ func TestOffsetFollowsTransitions(t *testing.T) {
 		t.Errorf("Kathmandu: %s", got)
 	}
 }
+
+// TestOffsetConcurrentFirstUse has goroutines ask zones for the first time together (each
+// new zone copies the zone map): every answer must be the zone's offset, under -race.
+func TestOffsetConcurrentFirstUse(t *testing.T) {
+	names := []string{"Europe/Zurich", "America/Los_Angeles", "Asia/Kathmandu", "Australia/Sydney",
+		"America/St_Johns", "Pacific/Chatham", "Asia/Kolkata", "UTC", "Mars/Olympus_Mons"}
+	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	want := make([]string, len(names))
+	for i, n := range names {
+		if loc, err := time.LoadLocation(n); err == nil {
+			_, off := now.In(loc).Zone()
+			want[i] = lookup.FormatOffset(off)
+		}
+	}
+	for range 20 {
+		f := tz.New() // a fresh zone map; no polygons are loaded for Offset
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				<-start
+				for i := range 50 {
+					k := (i + g) % len(names)
+					if got := f.Offset(names[k], now); got != want[k] {
+						t.Errorf("%s: %q; want %q", names[k], got, want[k])
+						return
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+}
