@@ -15,6 +15,8 @@
 # Extra arguments go to fanout (e.g. -rounds 2). Environment:
 #   REDIS_CLUSTER=1     a 3-primary cluster (ports REDIS_PORT..REDIS_PORT+2) instead of one Redis
 #   REDIS_PORT (16379), CHAT_PORTS ("18081 18082"), FLOOR_PORT (18091)
+#   CHAT_PPROF=1        a profiling build (go build -tags pprof); each replica serves
+#                       pprof on 127.0.0.1:<its port + 1000>
 # Needs redis-server and redis-cli (apt-get install redis-server redis-tools).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -43,7 +45,11 @@ fi
 ports_free "${redis_ports[@]}" "$floor_port" "${chat_ports[@]}"
 scratch
 
-(cd "$root/services/chat" && go build -o "$work/chat" ./cmd/chat)
+chat_tags=()
+if [[ -n ${CHAT_PPROF:-} ]]; then
+	chat_tags=(-tags pprof)
+fi
+(cd "$root/services/chat" && go build "${chat_tags[@]}" -o "$work/chat" ./cmd/chat)
 (cd "$root/bench" && go build -o "$work/" ./cmd/fanout ./cmd/wsfloor ./cmd/wsidle)
 
 redis_pids=()
@@ -87,7 +93,11 @@ fi
 # start_replica PORT: one chat replica, access logs off, loopback exempt from the
 # per-client request limit, no per-user send limit, no connection limits.
 start_replica() {
-	PORT=$1 REDIS_URL=$redis_url CHAT_ADMIN_TOKEN=$admin_token RATE_LIMIT_ALLOW=127.0.0.0/8 \
+	local pprof=
+	if [[ -n ${CHAT_PPROF:-} ]]; then
+		pprof=127.0.0.1:$(($1 + 1000))
+	fi
+	CHAT_PPROF_ADDR=$pprof PORT=$1 REDIS_URL=$redis_url CHAT_ADMIN_TOKEN=$admin_token RATE_LIMIT_ALLOW=127.0.0.0/8 \
 		CHAT_SEND_LIMIT=off CHAT_WS_MAX_SOCKETS=0 CHAT_WS_MAX_SOCKETS_PER_IP=0 CHAT_WS_MAX_CHANNELS_PER_IP=0 \
 		LOG_LEVEL=warn "$work/chat" &
 	pids+=($!)
