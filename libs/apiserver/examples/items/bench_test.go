@@ -10,15 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/examples/items/plaingin/floor"
 )
 
 // seeded is the items example with 10 items stored and its defaults
 // (metrics, the memory rate limiter with a limit the benchmark never
 // reaches), as wrkbench.sh runs it.
-func seeded(b *testing.B) http.Handler {
+func seeded(b testing.TB) http.Handler {
 	srv, _, err := NewServer(apiserver.Config[struct{}]{
 		APIToken: "bench-token-0123456789", RateLimitMax: 1 << 30,
 		Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
@@ -41,46 +40,18 @@ func seeded(b *testing.B) http.Handler {
 	return h
 }
 
-type plainItem struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Price     float64   `json:"price"`
-	Tags      []string  `json:"tags"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// plain is plaingin's handler (plaingin/main.go) on the items lib serves.
-func plain(b *testing.B, lib http.Handler) http.Handler {
+// plain is the floor (plaingin/floor, what wrkbench.sh measures against)
+// serving the items lib serves.
+func plain(b testing.TB, lib http.Handler) http.Handler {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/items?limit=10", nil)
 	req.RemoteAddr = "192.0.2.1:1"
 	lib.ServeHTTP(rec, req)
-	var stored struct {
-		Items []plainItem `json:"items"`
-		Total int         `json:"total"`
-	}
+	var stored floor.List
 	if err := json.Unmarshal(rec.Body.Bytes(), &stored); err != nil || len(stored.Items) != 10 {
 		b.Fatalf("items: %v %s", err, rec.Body)
 	}
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.GET("/items", func(c *gin.Context) {
-		limit, offset := 10, 0
-		if v, ok := c.GetQuery("limit"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				c.JSON(http.StatusBadRequest, gin.H{"message": "bad limit"})
-				return
-			}
-			limit = n
-		}
-		page := stored.Items[offset:min(offset+limit, len(stored.Items))]
-		c.JSON(http.StatusOK, struct {
-			Items []plainItem `json:"items"`
-			Total int         `json:"total"`
-		}{page, len(stored.Items)})
-	})
-	return r
+	return floor.Handler(stored)
 }
 
 // BenchmarkListInterleaved alternates the items example and plain gin
@@ -120,3 +91,27 @@ type sink struct {
 func (s *sink) Header() http.Header         { return s.h }
 func (s *sink) Write(p []byte) (int, error) { return len(p), nil }
 func (s *sink) WriteHeader(code int)        { s.code = code }
+
+// TestFloorAnswersAsTheExample: the floor the benchmarks compare against
+// does the same work, byte for byte: the same page, the same offsets, a
+// 400 where the example answers 400.
+func TestFloorAnswersAsTheExample(t *testing.T) {
+	lib := seeded(t)
+	fl := plain(t, lib)
+	for _, q := range []string{"limit=10", "offset=0", "limit=100", "limit=3&offset=4", "offset=9", "offset=50", "limit=0", "limit=101", "offset=-1"} {
+		get := func(h http.Handler) *httptest.ResponseRecorder {
+			req := httptest.NewRequest("GET", "/items?"+q, nil)
+			req.RemoteAddr = "192.0.2.1:1"
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		want, got := get(lib), get(fl)
+		if got.Code != want.Code {
+			t.Errorf("%s: floor %d, example %d", q, got.Code, want.Code)
+		}
+		if want.Code == http.StatusOK && got.Body.String() != want.Body.String() {
+			t.Errorf("%s: floor answers\n%s\nthe example\n%s", q, got.Body, want.Body)
+		}
+	}
+}
