@@ -200,6 +200,7 @@ func (s *Server[A]) cors() gin.HandlerFunc {
 			// Not an allowed origin: no CORS headers, so the browser blocks
 			// the response; a preflight is refused.
 			if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+				closeUnreadBody(c) // a preflight's answer reads no body
 				c.AbortWithStatus(http.StatusForbidden)
 				return
 			}
@@ -216,6 +217,7 @@ func (s *Server[A]) cors() gin.HandlerFunc {
 				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-ID")
 			}
 			h.Set("Access-Control-Max-Age", "600")
+			closeUnreadBody(c) // a preflight's answer reads no body
 			c.AbortWithStatus(http.StatusNoContent)
 			return
 		}

@@ -28,7 +28,7 @@ const (
 
 // socketServer serves /ws (a WebSocket echo, as the chat mounts its own)
 // and /poll (a long answer with NoTimeouts) with the given global limit,
-// over loopback.
+// allowing the origin https://example.com, over loopback.
 func socketServer(t *testing.T, rateMax int) string {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
@@ -39,6 +39,7 @@ func socketServer(t *testing.T, rateMax int) string {
 		ReadHeaderTimeout: testHeaderTimeout,
 		ReadTimeout:       testReadTimeout,
 		WriteTimeout:      testReadTimeout,
+		CORSOrigin:        "https://example.com",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +158,10 @@ func TestUnsentBodiesAndSlowClientsAreClosed(t *testing.T) {
 		{"not an upgrade, body announced", "GET /ws HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 426 Upgrade Required", 0},
 		{"NoTimeouts route, body announced", "GET /poll HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 200 OK", testReadTimeout + 2*time.Second}, // the handler takes testReadTimeout+1s
 		{"unknown path, body announced", "GET /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 404 Not Found", 0},
+		// A CORS preflight is answered by the middleware, which reads no body:
+		// it was held to the read timeout, then closed with no answer.
+		{"CORS preflight, body announced", "OPTIONS /ws HTTP/1.1\r\nHost: x\r\nOrigin: https://example.com\r\nAccess-Control-Request-Method: GET\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 204 No Content", testHeaderTimeout},
+		{"CORS preflight refused, body announced", "OPTIONS /ws HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: GET\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 403 Forbidden", testHeaderTimeout},
 		{"half-open: connects, sends nothing", "", "", testHeaderTimeout + time.Second},
 		{"slowloris: headers never end", "GET /ws HTTP/1.1\r\nHost: x\r\nX-a: b\r\n", "", testHeaderTimeout + time.Second},
 	}
