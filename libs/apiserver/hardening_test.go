@@ -132,3 +132,34 @@ func TestIPv6PrefixIsValidated(t *testing.T) {
 		}
 	}
 }
+
+// ClientKey is the limiter's name for a caller, which an application's own
+// per-client limits use (chat's sockets per address).
+func TestClientKeyIsTheLimitersName(t *testing.T) {
+	for _, c := range []struct {
+		prefix string // RATE_LIMIT_IPV6_PREFIX
+		peer   string // X-Forwarded-For from a trusted proxy
+		want   string
+	}{
+		{"", "2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"48", "2001:db8:1:2:3:4:5:6", "2001:db8:1::/48"},
+		{"128", "2001:db8:1:2:3:4:5:6", "2001:db8:1:2:3:4:5:6"},
+		{"", "203.0.113.7", "203.0.113.7"},
+		{"", "::ffff:203.0.113.7", "203.0.113.7"},
+	} {
+		s, err := apiserver.New(apiserver.Config[struct{}]{
+			Getenv:         func(k string) string { return map[string]string{"RATE_LIMIT_IPV6_PREFIX": c.prefix}[k] },
+			Logger:         slog.New(slog.DiscardHandler),
+			TrustedProxies: []string{"192.0.2.1"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/", nil)
+		req.RemoteAddr = "192.0.2.1:4000"
+		req.Header.Set("X-Forwarded-For", c.peer)
+		if got := s.ClientKey(req); got != c.want {
+			t.Errorf("RATE_LIMIT_IPV6_PREFIX=%q, client %s: key %q, want %q", c.prefix, c.peer, got, c.want)
+		}
+	}
+}

@@ -172,6 +172,16 @@ func (s *Server[A]) Production() bool { return s.set.production }
 // ClientIP is the caller's address resolved through TRUSTED_PROXIES.
 func (s *Server[A]) ClientIP(r *http.Request) string { return s.clientIP.ResolveRequest(r).String() }
 
+// ClientKey names the caller as the rate limiter counts it: its address
+// resolved through TRUSTED_PROXIES, an IPv6 one cut to its prefix
+// (RATE_LIMIT_IPV6_PREFIX, /64 by default) and written as
+// "2001:db8:1:2::/64". Per-client limits of an application's own (the
+// chat's sockets per address) use it, so that one subscriber's /64 is one
+// client there too.
+func (s *Server[A]) ClientKey(r *http.Request) string {
+	return string(s.limiterKey(nil, s.clientIP.ResolveRequest(r)))
+}
+
 // ClientResolver resolves caller addresses through TRUSTED_PROXIES.
 func (s *Server[A]) ClientResolver() *clientip.Resolver { return s.clientIP }
 

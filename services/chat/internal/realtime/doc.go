@@ -82,7 +82,8 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_ip` past " +
 	"`CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 `reason: too_many_channels_per_ip` for a socket " +
 	"on a new channel past `CHAT_WS_MAX_CHANNELS_PER_IP` distinct channels from one address (default 20), 503 " +
-	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000). Counted per replica.\n\n" +
+	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000). Counted per replica; an IPv6 " +
+	"address counts by its prefix, as for the rate limit (`RATE_LIMIT_IPV6_PREFIX`, /64 by default).\n\n" +
 	"**Server to client**\n\n" +
 	"| type | fields |\n|---|---|\n" +
 	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, or it left the history window): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +

@@ -14,7 +14,9 @@ import (
 // one client can make a replica hold (sockets, and channels, each of which
 // costs a room and a feed subscription), so one address opening sockets on
 // many channels meets its own limit long before it could slow anyone else.
-// Zero means no limit.
+// Zero means no limit. A client address is what the rate limiter counts
+// (apiserver's ClientKey): an IPv6 client is its prefix
+// (RATE_LIMIT_IPV6_PREFIX, /64 by default), not each of its 2^64 addresses.
 type Limits struct {
 	// MaxSockets bounds the open sockets of this replica
 	// (CHAT_WS_MAX_SOCKETS, 10000); past it: 503 with Retry-After.

@@ -121,3 +121,32 @@ func TestLimitsFromEnv(t *testing.T) {
 		t.Fatalf("bad value: %v", err)
 	}
 }
+
+// TestIPv6SocketLimitsCountThePrefix: the per-address socket limits count
+// an IPv6 client by its prefix (RATE_LIMIT_IPV6_PREFIX, /64 by default), as
+// the rate limiter does, so one subscriber's /64 is one client and not 2^64
+// of them, each with its own 100 sockets (issue 13, finding 10).
+func TestIPv6SocketLimitsCountThePrefix(t *testing.T) {
+	limits := realtime.Limits{MaxSockets: 100, MaxSocketsPerIP: 2, MaxChannelsPerIP: 10}
+	for _, c := range []struct {
+		name   string
+		prefix string // RATE_LIMIT_IPV6_PREFIX
+		third  int    // the status of a third socket from the first /64
+	}{
+		{"/64 by default", "", http.StatusTooManyRequests},
+		{"per address with 128", "128", http.StatusSwitchingProtocols},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := startReplica(t, replicaConfig{publicRead: true, opts: realtime.Options{Limits: &limits},
+				env: map[string]string{"TRUSTED_PROXIES": "127.0.0.1", "RATE_LIMIT_IPV6_PREFIX": c.prefix}}, testPrefix())
+			dial(t, r.base, "channel=a", from("2001:db8:1:2::1")).hello()
+			dial(t, r.base, "channel=a", from("2001:db8:1:2::2")).hello()
+			status, reason := refusal(t, r.base, "channel=a", "2001:db8:1:2:ffff::3")
+			if status != c.third || status == http.StatusTooManyRequests && reason != "too_many_sockets_per_ip" {
+				t.Fatalf("a third socket from 2001:db8:1:2::/64: %d %q, want %d", status, reason, c.third)
+			}
+			// Another /64 is another client.
+			dial(t, r.base, "channel=a", from("2001:db8:1:3::1")).hello()
+		})
+	}
+}

@@ -70,14 +70,16 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets",
 		},
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
-		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientIP(c.Request))
+		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientKey(c.Request))
 	})
 	return h, nil
 }
 
 // accept checks the handshake and hands the connection to its own
 // goroutines; the handler returns at once, so the request's deep stack is
-// not kept for the life of the socket.
+// not kept for the life of the socket. ip names the client for the
+// per-address limits: apiserver's ClientKey, which counts an IPv6 client by
+// its prefix (RATE_LIMIT_IPV6_PREFIX, /64) as the rate limiter does.
 func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string) error {
 	r := c.Request
 	channel, err := chat.NormalizeChannel(in.Channel)
