@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,6 +39,15 @@ func binWithCity(t testing.TB, city string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// corruptBody damages a BIN behind a valid header: the first IPv4 row's city
+// points past the end of the file.
+func corruptBody(good []byte) []byte {
+	data := append([]byte(nil), good...)
+	base4 := int(binary.LittleEndian.Uint32(data[9:])) - 1
+	binary.LittleEndian.PutUint32(data[base4+4+2*4:], uint32(len(data)+4096))
+	return data
 }
 
 func zipOf(t testing.TB, files map[string][]byte) []byte {
@@ -155,15 +165,23 @@ func TestFailedUpdatesKeepTheCurrentDatabase(t *testing.T) {
 		token   string
 		body    []byte
 		wantErr string
+		reason  string // the install refusal counted by the database manager; "": none
 	}{
-		{"service refuses", "wrong", nil, `answered "NO PERMISSION"`},
-		{"not a zip", "s3cret", []byte("PK but not really a zip"), "unpack"},
-		{"no database in zip", "s3cret", zipOf(t, map[string][]byte{"README.TXT": []byte("x")}), "no .BIN"},
-		{"corrupt database", "s3cret", zipOf(t, map[string][]byte{"X.BIN": good[:100]}), "install"},
+		{"service refuses", "wrong", nil, `answered "NO PERMISSION"`, ""},
+		{"not a zip", "s3cret", []byte("PK but not really a zip"), "unpack", ""},
+		{"no database in zip", "s3cret", zipOf(t, map[string][]byte{"README.TXT": []byte("x")}), "no .BIN", ""},
+		{"corrupt database", "s3cret", zipOf(t, map[string][]byte{"X.BIN": good[:100]}), "install", "corrupt"},
+		// A valid header before a corrupt body (issue 13, finding 5): the whole
+		// file is walked before it is installed.
+		{"body corrupt", "s3cret", zipOf(t, map[string][]byte{"X.BIN": corruptBody(good)}), "corrupt bin: ipv4 row 0", "corrupt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc, m, u, reg, target := setup(t, tt.token)
+			dbReg := prometheus.NewRegistry()
+			if err := m.RegisterMetrics(dbReg); err != nil {
+				t.Fatal(err)
+			}
 			svc.body.Store(&tt.body)
 			before := m.Version()
 			err := u.Update(context.Background())
@@ -182,8 +200,39 @@ func TestFailedUpdatesKeepTheCurrentDatabase(t *testing.T) {
 			if got := counterValue(t, reg, "geoip_database_update_failures_total"); got != 1 {
 				t.Errorf("failures %v", got)
 			}
+			for reason, got := range refusals(t, dbReg) {
+				if want := map[bool]float64{true: 1}[reason == tt.reason]; got != want {
+					t.Errorf("install refusals for %s: %v, want %v", reason, got, want)
+				}
+			}
 		})
 	}
+}
+
+// refusals reads geoip_database_reload_failures_total by reason.
+func refusals(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "geoip_database_reload_failures_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no geoip_database_reload_failures_total")
+	}
+	return out
 }
 
 func TestDownloadErrorsDoNotLeakTheToken(t *testing.T) {
