@@ -26,6 +26,24 @@ func checkMessageText(text string) (string, error) {
 // refused, not stripped, so what is stored is exactly what was sent and
 // the sender learns why.
 func textProblem(text string) string {
+	if p := controlProblem(text); p != "" {
+		return p
+	}
+	if n := runeLen(text); n == 0 || n > MaxMessageRunes {
+		return fmt.Sprintf("must be 1..%d characters", MaxMessageRunes)
+	}
+	if !visible(text) {
+		return "has no visible character (only spaces, zero-width or other invisible characters)"
+	}
+	return ""
+}
+
+// controlProblem names the first character of text that no reader should
+// be sent: a control character other than newline, or a bidirectional
+// embedding, override or isolate control; "" when there is none. Every
+// text the chat shows to others is held to it (messages, bot responses,
+// the reasons of timeouts and bans).
+func controlProblem(text string) string {
 	pos := 0
 	for _, r := range text {
 		pos++
@@ -36,12 +54,6 @@ func textProblem(text string) string {
 		case r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069:
 			return fmt.Sprintf("bidirectional control %U at character %d is not allowed: it changes the order the text displays in", r, pos)
 		}
-	}
-	if pos == 0 || pos > MaxMessageRunes {
-		return fmt.Sprintf("must be 1..%d characters", MaxMessageRunes)
-	}
-	if !visible(text) {
-		return "has no visible character (only spaces, zero-width or other invisible characters)"
 	}
 	return ""
 }

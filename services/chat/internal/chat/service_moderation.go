@@ -28,11 +28,21 @@ type BanInput struct {
 	Channel string `json:"channel,omitempty"`
 }
 
+// validateReason checks the reason of a timeout or ban, which every reader
+// of the channel is sent: at most maxReasonRunes, and the control
+// characters a message may not hold (controlProblem).
 func validateReason(reason string) error {
-	if runeLen(reason) > maxReasonRunes {
-		return Invalid("reason", fmt.Sprintf("at most %d characters", maxReasonRunes))
+	if p := reasonProblem(reason); p != "" {
+		return Invalid("reason", p)
 	}
 	return nil
+}
+
+func reasonProblem(reason string) string {
+	if runeLen(reason) > maxReasonRunes {
+		return fmt.Sprintf("at most %d characters", maxReasonRunes)
+	}
+	return controlProblem(reason)
 }
 
 // Timeout stops a user from sending for 1..1209600 seconds (moderators,
@@ -45,8 +55,8 @@ func (s *Service) Timeout(ctx context.Context, actor User, id string, in Timeout
 	if in.Seconds < 1 || in.Seconds > MaxTimeoutSeconds {
 		v.add("seconds", "must be 1..%d", MaxTimeoutSeconds)
 	}
-	if runeLen(in.Reason) > maxReasonRunes {
-		v.add("reason", "at most %d characters", maxReasonRunes)
+	if p := reasonProblem(in.Reason); p != "" {
+		v.add("reason", "%s", p)
 	}
 	if err := v.err(); err != nil {
 		return User{}, err

@@ -1301,4 +1301,19 @@ func testSendRefusesControls(t *testing.T, e engine) {
 			t.Fatalf("%q: field = %+v", resp, ferr.Fields)
 		}
 	}
+	// So is the reason of a timeout or ban, which every reader of the
+	// channel is sent; nothing is changed.
+	for _, reason := range []string{"esc\x1b[2J", "rlo\u202etxt.exe", "nul\x00"} {
+		_, err := en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60, Reason: reason})
+		if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "reason" {
+			t.Fatalf("timeout reason %q: field = %+v", reason, ferr.Fields)
+		}
+		_, err = en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{Reason: reason})
+		if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "reason" {
+			t.Fatalf("ban reason %q: field = %+v", reason, ferr.Fields)
+		}
+	}
+	if got := en.send(v, "still allowed").Message.Text; got != "still allowed" {
+		t.Fatalf("after refused timeouts and bans: %q", got)
+	}
 }
