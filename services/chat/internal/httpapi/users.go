@@ -38,7 +38,7 @@ type SetRoleInput struct {
 // TimeoutBody times a user out.
 type TimeoutBody struct {
 	Seconds int    `json:"seconds" minimum:"1" maximum:"1209600" doc:"1 second to 14 days" example:"600"`
-	Reason  string `json:"reason,omitempty" maxLength:"500"`
+	Reason  string `json:"reason,omitempty" maxLength:"500" doc:"Sent to every reader of the channel: no control character but newline, no bidirectional control (400)"`
 	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Where the user_timed_out event is announced (default general); the timeout holds in every channel"`
 }
 
@@ -50,7 +50,7 @@ type TimeoutInput struct {
 
 // BanBody bans a user.
 type BanBody struct {
-	Reason  string `json:"reason,omitempty" maxLength:"500"`
+	Reason  string `json:"reason,omitempty" maxLength:"500" doc:"Sent to every reader of the channel: no control character but newline, no bidirectional control (400)"`
 	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Where the user_banned event is announced (default general); the ban holds in every channel"`
 }
 
@@ -101,12 +101,12 @@ func (a *API) registerUsers(srv *apiserver.Server[chat.User]) {
 		Summary: "Time a user out",
 		Description: "The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with " +
 			"`until`. A new timeout replaces the previous one. A banned user must be unbanned first (409).",
-	}, chat.ActionTimeoutUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is banned, or changed meanwhile"}), a.timeout)
+	}, chat.ActionTimeoutUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is banned, or changed meanwhile, or `channel` is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`)"}), a.timeout)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPost, URL: Prefix + "/users/{id}/ban", Tags: []string{tagModeration},
 		Summary: "Ban a user", Description: "The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`.",
-	}, chat.ActionBanUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is already banned, or changed meanwhile"}), a.ban)
+	}, chat.ActionBanUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is already banned, or changed meanwhile, or `channel` is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`)"}), a.ban)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodDelete, URL: Prefix + "/users/{id}/ban", Tags: []string{tagModeration},

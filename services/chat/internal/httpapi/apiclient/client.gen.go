@@ -402,7 +402,9 @@ func (e UserRefRole) Valid() bool {
 type BanBody struct {
 	// Channel Where the user_banned event is announced (default general); the ban holds in every channel
 	Channel *string `json:"channel,omitempty"`
-	Reason  *string `json:"reason,omitempty"`
+
+	// Reason Sent to every reader of the channel: no control character but newline, no bidirectional control (400)
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Channel defines model for Channel.
@@ -759,7 +761,9 @@ type SetRoleBodyRole string
 type TimeoutBody struct {
 	// Channel Where the user_timed_out event is announced (default general); the timeout holds in every channel
 	Channel *string `json:"channel,omitempty"`
-	Reason  *string `json:"reason,omitempty"`
+
+	// Reason Sent to every reader of the channel: no control character but newline, no bidirectional control (400)
+	Reason *string `json:"reason,omitempty"`
 
 	// Seconds 1 second to 14 days
 	//
