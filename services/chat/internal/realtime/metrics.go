@@ -13,6 +13,7 @@ import (
 // codes, error codes), never channel names, to keep cardinality bounded.
 type metrics struct {
 	connections prometheus.Gauge
+	writers     prometheus.Gauge // the writer pool's live runners, stuck ones included
 	messages    prometheus.Counter // sends accepted over WebSockets
 	events      prometheus.Counter // events read from channel logs
 	delivered   prometheus.Counter // events written to sockets
@@ -33,6 +34,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chat_ws_connections", Help: "Open WebSocket connections on this replica."}),
+		writers:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "chat_ws_writers", Help: "Goroutines writing to this replica's sockets: at most CHAT_WS_WRITERS, plus one per write stuck on a slow peer."}),
 		events:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_total", Help: "Channel events this replica fanned out to its subscribers."}),
 		delivered:   prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_delivered_total", Help: "Events written to WebSocket subscribers (live)."}),
 		replayed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_replayed_total", Help: "Events written to WebSocket subscribers by recoveries (since=)."}),
@@ -56,7 +58,7 @@ func newMetrics() *metrics {
 // there (the HTTP API counts its own transport under the same name): the
 // existing vector is then shared.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.connections, m.events, m.delivered, m.replayed, m.frames, m.dropped,
+	for _, c := range []prometheus.Collector{m.connections, m.writers, m.events, m.delivered, m.replayed, m.frames, m.dropped,
 		m.slowCloses, m.deadPeers, m.stuckWrites, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register live delivery metrics: %w", err)

@@ -104,6 +104,7 @@ func (p *writers) dispatch() {
 func (p *writers) start() {
 	r := &runner{wake: make(chan struct{}, 1)}
 	p.all = append(p.all, r)
+	p.metrics.writers.Inc()
 	p.running.Add(1)
 	go p.run(r)
 }
@@ -193,6 +194,7 @@ func (p *writers) run(r *runner) {
 // exit removes r from the pool (under p.mu).
 func (p *writers) exit(r *runner) {
 	p.unpark(r)
+	p.metrics.writers.Dec()
 	for i, x := range p.all {
 		if x == r {
 			p.all[i] = p.all[len(p.all)-1]
@@ -230,13 +232,6 @@ func (p *writers) close() {
 }
 
 func (p *writers) wait() { p.running.Wait() }
-
-// runners reports the live runners and how many of them are stuck.
-func (p *writers) runners() (live, stuck int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.all), p.stuck
-}
 
 // connRing is a FIFO of connections in a ring buffer that grows as needed.
 type connRing struct {
