@@ -13,7 +13,7 @@ import (
 // codes, error codes), never channel names, to keep cardinality bounded.
 type metrics struct {
 	connections prometheus.Gauge
-	writers     prometheus.Gauge // the writer pool's live runners, stuck ones included
+	writers     prometheus.Gauge   // the writer pool's live runners, stuck ones included
 	messages    prometheus.Counter // sends accepted over WebSockets
 	events      prometheus.Counter // events read from channel logs
 	delivered   prometheus.Counter // events written to sockets
