@@ -104,6 +104,15 @@ start_replica() {
 	chat_pids+=($!)
 }
 
+# ws_counters PORT: a replica's live events written and WebSocket frames written
+# (chat_ws_events_delivered_total, chat_ws_frames_written_total), space-separated.
+ws_counters() {
+	curl -fs "http://127.0.0.1:$1/metrics" | awk '
+		$1 == "chat_ws_events_delivered_total" { e = $2 }
+		$1 == "chat_ws_frames_written_total" { f = $2 }
+		END { printf "%d %d", e, f }'
+}
+
 # cpu PID: user+system CPU seconds of a live process.
 cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"
@@ -165,6 +174,10 @@ before=()
 for p in "${chat_pids[@]}" "${redis_pids[@]}" ${floor_pid:+"$floor_pid"}; do
 	before+=("$(cpu "$p")")
 done
+counters_before=()
+for port in "${chat_ports[@]}"; do
+	counters_before+=("$(ws_counters "$port")")
+done
 BENCH_TOKEN=$admin_token /usr/bin/time -f "# fanout (the generator): %U s user + %S s system CPU over %e s" \
 	"$work/fanout" "${targets[@]}" "${args[@]}" "$@" &
 pids+=($!)
@@ -178,6 +191,16 @@ for p in "${chat_pids[@]}" "${redis_pids[@]}" ${floor_pid:+"$floor_pid"}; do
 		name=wsfloor
 	fi
 	echo "# $name pid $p: $(awk -v a="$(cpu "$p")" -v b="${before[i]}" 'BEGIN { printf "%.1f", a - b }') s CPU during the run"
+	i=$((i + 1))
+done
+# Events per WebSocket frame: how much each socket write carried (at saturation,
+# the more the cheaper a delivery).
+i=0
+for port in "${chat_ports[@]}"; do
+	read -r e0 f0 <<<"${counters_before[i]}"
+	read -r e1 f1 <<<"$(ws_counters "$port")"
+	awk -v p="$port" -v e=$((e1 - e0)) -v f=$((f1 - f0)) \
+		'BEGIN { printf "# chat :%s: %d events in %d frames during the run: %.2f events per frame\n", p, e, f, (f ? e / f : 0) }'
 	i=$((i + 1))
 done
 echo "# $(date -u +%FT%TZ) load after:$(uptime | sed 's/.*load average://')"
