@@ -104,13 +104,17 @@ start_replica() {
 	chat_pids+=($!)
 }
 
-# ws_counters PORT: a replica's live events written and WebSocket frames written
-# (chat_ws_events_delivered_total, chat_ws_frames_written_total), space-separated.
+# ws_counters PORT: a replica's live events written, WebSocket frames written
+# (chat_ws_events_delivered_total, chat_ws_frames_written_total), and the number and
+# total seconds of its POST /api/v1/messages/send requests, space-separated.
 ws_counters() {
 	curl -fs "http://127.0.0.1:$1/metrics" | awk '
 		$1 == "chat_ws_events_delivered_total" { e = $2 }
 		$1 == "chat_ws_frames_written_total" { f = $2 }
-		END { printf "%d %d", e, f }'
+		/^http_request_duration_seconds_(count|sum)\{/ && /method="POST"/ && /route="\/api\/v1\/messages\/send"/ {
+			if ($1 ~ /_count/) { n = $2 } else { t = $2 }
+		}
+		END { printf "%d %d %d %.6f", e, f, n, t }'
 }
 
 # cpu PID: user+system CPU seconds of a live process.
@@ -194,13 +198,13 @@ for p in "${chat_pids[@]}" "${redis_pids[@]}" ${floor_pid:+"$floor_pid"}; do
 	i=$((i + 1))
 done
 # Events per WebSocket frame: how much each socket write carried (at saturation,
-# the more the cheaper a delivery).
+# the more the cheaper a delivery); and how long a send took inside the replica.
 i=0
 for port in "${chat_ports[@]}"; do
-	read -r e0 f0 <<<"${counters_before[i]}"
-	read -r e1 f1 <<<"$(ws_counters "$port")"
-	awk -v p="$port" -v e=$((e1 - e0)) -v f=$((f1 - f0)) \
-		'BEGIN { printf "# chat :%s: %d events in %d frames during the run: %.2f events per frame\n", p, e, f, (f ? e / f : 0) }'
+	read -r e0 f0 n0 t0 <<<"${counters_before[i]}"
+	read -r e1 f1 n1 t1 <<<"$(ws_counters "$port")"
+	awk -v p="$port" -v e=$((e1 - e0)) -v f=$((f1 - f0)) -v n=$((n1 - n0)) -v t="$(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }')" \
+		'BEGIN { printf "# chat :%s: %d events in %d frames during the run: %.2f events per frame; %d sends, %.1f ms each on average in the replica\n", p, e, f, (f ? e / f : 0), n, (n ? 1000 * t / n : 0) }'
 	i=$((i + 1))
 done
 echo "# $(date -u +%FT%TZ) load after:$(uptime | sed 's/.*load average://')"
