@@ -130,7 +130,7 @@ func (c *conn) pop() {
 
 var joinPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// next takes what the writer sends in one frame: a control frame alone, or
+// next takes what a writer sends in one frame: a control frame alone, or
 // consecutive event frames up to Batch events, skipping events the client
 // already has. A single event frame goes out as the very bytes every other
 // subscriber gets; several are joined with newlines into a pooled buffer
@@ -310,7 +310,7 @@ func (c *conn) maintain(now time.Time) {
 }
 
 // serve runs the connection: auth when reading needs it, join, recovery,
-// then the writer and the read loop. since is nil for a fresh subscription.
+// then the writer pool and the read loop. since is nil for a fresh subscription.
 func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 	defer c.cleanup()
 	if needAuth && !c.awaitAuth() {
@@ -338,7 +338,7 @@ func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 // greet writes hello, the presence count and, when the client asked for
 // it, every event after since. The connection is already subscribed at pos
 // (every later event is queued), so replaying from since until at least
-// pos leaves no gap, and the writer skips queued events up to the last one
+// pos leaves no gap, and the writers skip queued events up to the last one
 // replayed, so there is no duplicate either.
 func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 	var ref *chat.UserRef
