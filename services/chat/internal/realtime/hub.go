@@ -39,8 +39,9 @@ type Options struct {
 	// Writers is how many goroutines write to this replica's sockets,
 	// shared by all connections (DefaultWriters: GOMAXPROCS-1, at least
 	// 1; CHAT_WS_WRITERS). Fewer writers than Ps keep one P free for the
-	// network poller while a fan-out runs; a writer stuck on a slow peer
-	// for over 2 ms is replaced, so it holds up nobody else.
+	// network poller while a fan-out runs (with GOMAXPROCS=1 the one
+	// writer shares the only P, as a writer per socket did); a writer stuck
+	// on a slow peer for over 2 ms is replaced, so it holds up nobody else.
 	Writers int
 	// MaxFrameBytes is the largest client frame; bigger ones close the
 	// connection with 1009 (4096).
