@@ -104,6 +104,21 @@ start_replica() {
 	chat_pids+=($!)
 }
 
+# ws_counters PORT: a replica's live events written, WebSocket frames written
+# (chat_ws_events_delivered_total, chat_ws_frames_written_total), and the number and
+# total seconds of its POST /api/v1/messages/send requests, and its socket writes that
+# lasted over 2 ms (chat_ws_stuck_writes_total; 0 before the writer pool), space-separated.
+ws_counters() {
+	curl -fs "http://127.0.0.1:$1/metrics" | awk '
+		$1 == "chat_ws_events_delivered_total" { e = $2 }
+		$1 == "chat_ws_frames_written_total" { f = $2 }
+		/^http_request_duration_seconds_(count|sum)\{/ && /method="POST"/ && /route="\/api\/v1\/messages\/send"/ {
+			if ($1 ~ /_count/) { n = $2 } else { t = $2 }
+		}
+		$1 == "chat_ws_stuck_writes_total" { s = $2 }
+		END { printf "%d %d %d %.6f %d", e, f, n, t, s }'
+}
+
 # cpu PID: user+system CPU seconds of a live process.
 cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"
@@ -165,6 +180,10 @@ before=()
 for p in "${chat_pids[@]}" "${redis_pids[@]}" ${floor_pid:+"$floor_pid"}; do
 	before+=("$(cpu "$p")")
 done
+counters_before=()
+for port in "${chat_ports[@]}"; do
+	counters_before+=("$(ws_counters "$port")")
+done
 BENCH_TOKEN=$admin_token /usr/bin/time -f "# fanout (the generator): %U s user + %S s system CPU over %e s" \
 	"$work/fanout" "${targets[@]}" "${args[@]}" "$@" &
 pids+=($!)
@@ -178,6 +197,16 @@ for p in "${chat_pids[@]}" "${redis_pids[@]}" ${floor_pid:+"$floor_pid"}; do
 		name=wsfloor
 	fi
 	echo "# $name pid $p: $(awk -v a="$(cpu "$p")" -v b="${before[i]}" 'BEGIN { printf "%.1f", a - b }') s CPU during the run"
+	i=$((i + 1))
+done
+# Events per WebSocket frame: how much each socket write carried (at saturation,
+# the more the cheaper a delivery); and how long a send took inside the replica.
+i=0
+for port in "${chat_ports[@]}"; do
+	read -r e0 f0 n0 t0 s0 <<<"${counters_before[i]}"
+	read -r e1 f1 n1 t1 s1 <<<"$(ws_counters "$port")"
+	awk -v p="$port" -v e=$((e1 - e0)) -v f=$((f1 - f0)) -v n=$((n1 - n0)) -v s=$((s1 - s0)) -v t="$(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }')" \
+		'BEGIN { printf "# chat :%s: %d events in %d frames during the run: %.2f events per frame; %d sends, %.1f ms each on average in the replica; %d writes over 2 ms\n", p, e, f, (f ? e / f : 0), n, (n ? 1000 * t / n : 0), s }'
 	i=$((i + 1))
 done
 echo "# $(date -u +%FT%TZ) load after:$(uptime | sed 's/.*load average://')"

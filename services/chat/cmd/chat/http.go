@@ -67,7 +67,7 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 		return err
 	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
-	opts := realtime.Options{Logger: app.Log, Limits: &app.Config.Sockets}
+	opts := realtime.Options{Logger: app.Log, Limits: &app.Config.Sockets, Writers: app.Config.Writers}
 	if app.Redis != nil {
 		opts.Presence = redispresence.New(app.Redis, "", 0)
 	}

@@ -24,6 +24,10 @@ const DefaultPort = 3000
 // maxLimit bounds the CHAT_MAX_* variables: a limit is there to stay small.
 const maxLimit = 100_000
 
+// maxWriters bounds CHAT_WS_WRITERS: more writers than cores only take
+// the Ps the network poller needs.
+const maxWriters = 1024
+
 // Config is everything the chat process needs to start. The library's
 // other variables (RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES, ...) are
 // read by apiserver.New, which logs them when it listens.
@@ -45,6 +49,9 @@ type Config struct {
 	// Sockets are CHAT_WS_MAX_SOCKETS, CHAT_WS_MAX_SOCKETS_PER_IP and
 	// CHAT_WS_MAX_CHANNELS_PER_IP.
 	Sockets realtime.Limits
+	// Writers is CHAT_WS_WRITERS, the goroutines that write to sockets
+	// (realtime.Options.Writers; zero: realtime.DefaultWriters).
+	Writers int
 }
 
 // Production reports whether NODE_ENV/APP_ENV say production.
@@ -70,8 +77,16 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
 		slog.String("send_limit", c.SendLimit.String()),
 		slog.Int("ws_max_sockets", c.Sockets.MaxSockets), slog.Int("ws_max_sockets_per_ip", c.Sockets.MaxSocketsPerIP),
-		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP),
+		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
 	)
+}
+
+// wsWriters is the number of socket writers the process runs.
+func (c Config) wsWriters() int {
+	if c.Writers > 0 {
+		return c.Writers
+	}
+	return realtime.DefaultWriters()
 }
 
 // LoadSettings reads only the common settings with chat's defaults: what
@@ -135,6 +150,13 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Sockets, err = realtime.LimitsFromEnv(getenv); err != nil {
 		errs = append(errs, err)
+	}
+	if v := getenv("CHAT_WS_WRITERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxWriters {
+			bad("CHAT_WS_WRITERS", v, fmt.Sprintf("want a number of socket writers 1..%d, or 0 for the default (GOMAXPROCS-1, at least 1)", maxWriters))
+		}
+		c.Writers = n
 	}
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {

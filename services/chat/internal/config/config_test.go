@@ -7,6 +7,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -21,6 +22,22 @@ func TestDefaultsForALocalRun(t *testing.T) {
 	}
 	if !c.AdminTokenGenerated || !strings.HasPrefix(c.AdminToken, "chat_") {
 		t.Fatalf("development admin token %q", c.AdminToken)
+	}
+}
+
+func TestWebSocketWriters(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"CHAT_WS_WRITERS": "3"}))
+	if err != nil || c.Writers != 3 {
+		t.Fatalf("CHAT_WS_WRITERS=3: %d %v", c.Writers, err)
+	}
+	c, err = Load(envOf(nil))
+	if err != nil || c.Writers != 0 || c.wsWriters() != realtime.DefaultWriters() {
+		t.Fatalf("unset: %d (runs %d) %v", c.Writers, c.wsWriters(), err)
+	}
+	for _, v := range []string{"x", "1025", "2.5"} {
+		if _, err := Load(envOf(map[string]string{"CHAT_WS_WRITERS": v})); err == nil || !strings.Contains(err.Error(), "CHAT_WS_WRITERS") {
+			t.Errorf("CHAT_WS_WRITERS=%s: err = %v", v, err)
+		}
 	}
 }
 
@@ -41,6 +58,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		"APP_ENV": "staging", "CHAT_ADMIN_TOKEN": "short",
 		"CHAT_MAX_FILTERS": "0", "CHAT_MAX_REGEX_FILTERS": "-1", "CHAT_MAX_COMMANDS": "lots", "CHAT_MAX_CHANNELS": "100001",
 		"REDIS_URL": "http://x", "CHAT_WS_MAX_SOCKETS": "-1", "NODE_ENV": "test",
+		"CHAT_WS_WRITERS": "-1",
 	} {
 		_, err := Load(envOf(map[string]string{k: v}))
 		if err == nil || !strings.Contains(err.Error(), k) {

@@ -15,10 +15,13 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
-// conn is one WebSocket subscriber. Two goroutines serve it: the reader
-// (client frames, and pongs, which coder/websocket handles inside Read) and
-// the writer (the queue). Sends run in a third goroutine, started on the
-// first one, so a slow store never stops the reader from answering pings.
+// conn is one WebSocket subscriber. One goroutine serves it: the reader
+// (client frames, and pongs, which coder/websocket handles inside Read).
+// Its queue is written by the hub's writer pool (writers.go), a bounded
+// number of goroutines shared by every connection, so fan-out to many
+// sockets never occupies every P and the network poller stays served.
+// Sends run in a goroutine of their own, started on the first one, so a
+// slow store never stops the reader from answering pings.
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
@@ -29,7 +32,6 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the connection is gone
-	wake   chan struct{} // capacity 1: the queue has something
 
 	mu      sync.Mutex
 	queue   []*frame
@@ -37,10 +39,10 @@ type conn struct {
 	queued  int         // events (or control frames) pending
 	last    chat.Cursor // last event written: older ones are skipped
 	closing bool
-	// awake: the writer was signalled or is writing, and calls next until
-	// the queue is empty, so a push need not wake it again. Without it a
-	// push during a write leaves a token that wakes the writer once more
-	// for nothing (a park and an unpark per write at saturation).
+	// awake: the connection is on the writer pool's ready FIFO or being
+	// written (or still being set up: serve hands it to the pool after
+	// greet), so a push need not queue it again; it is on the FIFO at
+	// most once. It goes off when a turn finds the queue empty.
 	awake bool
 
 	user atomic.Pointer[chat.User]
@@ -60,7 +62,7 @@ type conn struct {
 func newConn(h *Hub, ws *websocket.Conn, channel string, user *chat.User) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
 	c := &conn{hub: h, ws: ws, channel: channel, ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), wake: make(chan struct{}, 1),
+		done: make(chan struct{}), awake: true, // the pool gets it after greet
 		tokens: float64(h.opts.SendBurst), tokenAt: time.Now()}
 	if user != nil {
 		c.user.Store(user)
@@ -90,7 +92,7 @@ func (c *conn) push(fs []*frame, events int) bool {
 	c.awake = true
 	c.mu.Unlock()
 	if wake {
-		c.signal()
+		c.hub.writers.enqueue(c)
 	}
 	return true
 }
@@ -114,14 +116,7 @@ func (c *conn) pushControl(f *frame) {
 	c.awake = true
 	c.mu.Unlock()
 	if wake {
-		c.signal()
-	}
-}
-
-func (c *conn) signal() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+		c.hub.writers.enqueue(c)
 	}
 }
 
@@ -135,7 +130,7 @@ func (c *conn) pop() {
 
 var joinPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// next takes what the writer sends in one frame: a control frame alone, or
+// next takes what a writer sends in one frame: a control frame alone, or
 // consecutive event frames up to Batch events, skipping events the client
 // already has. A single event frame goes out as the very bytes every other
 // subscriber gets; several are joined with newlines into a pooled buffer
@@ -143,6 +138,14 @@ var joinPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closing {
+		// Closing (too slow, revoked, shutting down): what is queued is
+		// dropped, never written; the client recovers it with since.
+		clear(c.queue)
+		c.queue, c.head, c.queued = c.queue[:0], 0, 0
+		c.awake = false
+		return nil, 0, nil
+	}
 	var first []byte
 	for c.head < len(c.queue) {
 		f := c.queue[c.head]
@@ -184,44 +187,67 @@ func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 		return buf.Bytes(), events, buf
 	}
 	if first == nil {
-		c.awake = false // empty: the next push wakes the writer
+		c.awake = false // empty: the next push queues c on the pool again
 	}
 	return first, events, nil
 }
 
-// writeLoop writes the queue until the connection ends. Writes carry no
-// context deadline (coder/websocket would arm a timer per write); the
-// hub's janitor drops a connection whose write is stuck instead.
-func (c *conn) writeLoop() {
-	for {
-		select {
-		case <-c.wake:
-		case <-c.ctx.Done():
-			return
-		}
-		for {
-			data, events, buf := c.next()
-			if data == nil {
-				break
-			}
-			c.writingSince.Store(time.Now().UnixNano())
-			err := c.ws.Write(context.Background(), websocket.MessageText, data)
-			c.writingSince.Store(0)
-			if buf != nil {
-				joinPool.Put(buf)
-			}
-			if err != nil {
-				c.cancel()
-				c.ws.CloseNow()
-				return
-			}
-			c.hub.metrics.frames.Inc()
-			c.hub.metrics.delivered.Add(float64(events))
-		}
+// writeTurn is a runner's turn on c: it writes one frame (next) and
+// reports whether more is queued, in which case the runner puts c back at
+// the tail of the pool's FIFO; otherwise c goes idle and the next push
+// queues it again. Writes carry no context deadline (coder/websocket would
+// arm a timer per write); the janitor drops a connection whose write is
+// stuck instead.
+func (c *conn) writeTurn(r *runner) bool {
+	if c.ctx.Err() != nil {
+		return false // gone: cleanup drops the queue
+	}
+	data, events, buf := c.next()
+	if data == nil {
+		return false
+	}
+	now := time.Now().UnixNano()
+	c.writingSince.Store(now)
+	r.since.Store(now)
+	err := c.ws.Write(context.Background(), websocket.MessageText, data)
+	r.since.Store(0)
+	c.writingSince.Store(0)
+	if buf != nil {
+		joinPool.Put(buf)
+	}
+	if err != nil {
+		c.cancel()
+		c.ws.CloseNow()
+		return false
+	}
+	c.hub.metrics.frames.Inc()
+	c.hub.metrics.delivered.Add(float64(events))
+	return c.pending()
+}
+
+// pending reports whether c has more queued after a write; if not, c
+// goes idle (awake off) under the same lock, so a push that comes after
+// queues it again and none is lost between the two.
+func (c *conn) pending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.head < len(c.queue) && !c.closing {
+		return true
+	}
+	c.awake = false
+	return false
+}
+
+// release hands c to the writer pool once greet has written what comes
+// first: until then it was held awake, so pushes only queued.
+func (c *conn) release() {
+	if c.pending() {
+		c.hub.writers.enqueue(c)
 	}
 }
 
-// writeNow writes a frame from the setup goroutine, before the writer runs.
+// writeNow writes a frame from the setup goroutine, before release hands
+// the connection to the writer pool.
 func (c *conn) writeNow(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -284,7 +310,7 @@ func (c *conn) maintain(now time.Time) {
 }
 
 // serve runs the connection: auth when reading needs it, join, recovery,
-// then the writer and the read loop. since is nil for a fresh subscription.
+// then the writer pool and the read loop. since is nil for a fresh subscription.
 func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 	defer c.cleanup()
 	if needAuth && !c.awaitAuth() {
@@ -304,8 +330,7 @@ func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 		}
 		return
 	}
-	go c.writeLoop()
-	c.signal()
+	c.release()
 	c.live.Store(true)
 	c.readLoop()
 }
@@ -313,7 +338,7 @@ func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 // greet writes hello, the presence count and, when the client asked for
 // it, every event after since. The connection is already subscribed at pos
 // (every later event is queued), so replaying from since until at least
-// pos leaves no gap, and the writer skips queued events up to the last one
+// pos leaves no gap, and the writers skip queued events up to the last one
 // replayed, so there is no duplicate either.
 func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 	var ref *chat.UserRef

@@ -48,10 +48,28 @@
 // encodes it once into frames of up to Options.Batch events and queues the
 // same bytes on every subscriber. A lone message goes out as soon as it is
 // read; notices that arrive while the worker fans out go out together in
-// its next round. Each connection's writer likewise writes what is queued
-// when it is free, joining queued frames up to Batch events per write, so
-// at saturation frames carry many events and a socket costs one write per
-// batch, while at moderate rates each event costs one write and no delay.
+// its next round.
+//
+// Sockets are written by the hub's writer pool, not a goroutine each: a
+// connection with something queued is put once on a ready FIFO, and
+// Options.Writers runners (GOMAXPROCS-1, at least 1; CHAT_WS_WRITERS)
+// take connections from its head, write what each has queued as one
+// frame (joined up to Batch events) and put it back at the tail while
+// more is queued. Why: with a writer per socket, one event readied ~500
+// goroutines per replica, and while every P has runnable goroutines the
+// Go scheduler looks at the network poller only when a P runs dry or from
+// sysmon, about every 10 ms; each of a send's Redis round trips then
+// waited that long to be noticed, sends arrived one by one, and each
+// event went out alone: one write syscall per event per socket, the most
+// expensive equilibrium (on one Redis: 117 sends/s accepted, 1.43 events
+// per frame, the CPU saturated by writes). Bounded runners leave a P to
+// the network, so replies are read as they come, and a pass over the FIFO
+// writes in one frame everything that arrived meanwhile: at saturation
+// frames carry many events and a socket costs one write per batch, while
+// at moderate rates each event costs one write and no delay. A write to a
+// slow peer (full TCP buffers) that lasts over 2 ms gets its runner
+// replaced, so it holds up nobody else, and the janitor closes a socket
+// whose write is stuck for WriteTimeout.
 //
 // A subscriber whose queue overflows is closed (4008) and recovers with
 // since=, never slowing the others.

@@ -16,8 +16,10 @@ func events(from, to int64) []chat.Event {
 	return out
 }
 
+// testConn is a connection held as during its setup (awake, not on a
+// pool): the tests call next themselves.
 func testConn(queue, batch int) *conn {
-	return &conn{hub: &Hub{opts: Options{QueueSize: queue, Batch: batch}, metrics: newMetrics()}, wake: make(chan struct{}, 1)}
+	return &conn{hub: &Hub{opts: Options{QueueSize: queue, Batch: batch}, metrics: newMetrics()}, awake: true}
 }
 
 // TestWriterBatchesUpTo16AndSkipsWhatTheClientHas: a subscriber that is

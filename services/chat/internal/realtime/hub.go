@@ -36,6 +36,13 @@ type Options struct {
 	QueueSize int
 	// Batch is the most events written in one frame (64).
 	Batch int
+	// Writers is how many goroutines write to this replica's sockets,
+	// shared by all connections (DefaultWriters: GOMAXPROCS-1, at least
+	// 1; CHAT_WS_WRITERS). Fewer writers than Ps keep one P free for the
+	// network poller while a fan-out runs (with GOMAXPROCS=1 the one
+	// writer shares the only P, as a writer per socket did); a writer stuck
+	// on a slow peer for over 2 ms is replaced, so it holds up nobody else.
+	Writers int
 	// MaxFrameBytes is the largest client frame; bigger ones close the
 	// connection with 1009 (4096).
 	MaxFrameBytes int64
@@ -83,6 +90,9 @@ func (o *Options) fill() error {
 	}
 	if o.Batch <= 0 {
 		o.Batch = 64
+	}
+	if o.Writers <= 0 {
+		o.Writers = DefaultWriters()
 	}
 	if o.Limits == nil {
 		l := DefaultLimits
@@ -157,6 +167,7 @@ type Hub struct {
 	opts    Options
 	logger  *slog.Logger
 	metrics *metrics
+	writers *writers // the pool that writes every connection's queue
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -184,6 +195,7 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 	}
 	h := &Hub{svc: svc, log: svc.Events(), opts: opts, logger: opts.Logger,
 		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{}, metrics: newMetrics()}
+	h.writers = newWriters(opts.Writers, h.metrics)
 	src := opts.Feed
 	if src == nil {
 		s, ok := h.log.(feed.Source)
@@ -358,7 +370,7 @@ func (h *Hub) Connections() int {
 
 // Close closes every connection with 1001 (going away: reconnect, with
 // since, to another replica), withdraws this replica's presence and stops
-// the readers. It waits at most until ctx ends.
+// the readers and the writer pool. It waits at most until ctx ends.
 func (h *Hub) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -392,8 +404,9 @@ func (h *Hub) Close(ctx context.Context) error {
 		cancel()
 	}
 	h.cancel()
+	h.writers.close()
 	done := make(chan struct{})
-	go func() { h.wg.Wait(); close(done) }()
+	go func() { h.wg.Wait(); h.writers.wait(); close(done) }()
 	select {
 	case <-done:
 		return h.feed.Close()

@@ -13,6 +13,7 @@ import (
 // codes, error codes), never channel names, to keep cardinality bounded.
 type metrics struct {
 	connections prometheus.Gauge
+	writers     prometheus.Gauge   // the writer pool's live runners, stuck ones included
 	messages    prometheus.Counter // sends accepted over WebSockets
 	events      prometheus.Counter // events read from channel logs
 	delivered   prometheus.Counter // events written to sockets
@@ -21,6 +22,7 @@ type metrics struct {
 	dropped     prometheus.Counter // events discarded with a slow consumer's queue
 	slowCloses  prometheus.Counter
 	deadPeers   prometheus.Counter
+	stuckWrites prometheus.Counter // writes that outlasted stuckWrite: their writer was replaced
 	readErrors  prometheus.Counter
 	logReads    prometheus.Counter // catch-up reads of channel logs
 	closes      *prometheus.CounterVec
@@ -32,6 +34,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "chat_ws_connections", Help: "Open WebSocket connections on this replica."}),
+		writers:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "chat_ws_writers", Help: "Goroutines writing to this replica's sockets: at most CHAT_WS_WRITERS, plus one per write stuck on a slow peer."}),
 		events:      prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_total", Help: "Channel events this replica fanned out to its subscribers."}),
 		delivered:   prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_delivered_total", Help: "Events written to WebSocket subscribers (live)."}),
 		replayed:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_replayed_total", Help: "Events written to WebSocket subscribers by recoveries (since=)."}),
@@ -39,6 +42,7 @@ func newMetrics() *metrics {
 		dropped:     prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_events_dropped_total", Help: "Events discarded with the queue of a subscriber closed as too slow (it recovers them with since)."}),
 		slowCloses:  prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_slow_consumers_total", Help: "Connections closed with 4008 because their queue overflowed."}),
 		deadPeers:   prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_dead_peers_total", Help: "Connections dropped for a missing pong or a stuck write."}),
+		stuckWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_stuck_writes_total", Help: "Socket writes that lasted over 2 ms (a slow peer, or a writer that lost its CPU): the writer pool started another writer meanwhile."}),
 		readErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_log_read_errors_total", Help: "Failed reads of channel logs (retried from the last cursor)."}),
 		logReads:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_log_reads_total", Help: "Reads of channel logs: when a channel starts or its feed showed a gap (events come with their notices otherwise)."}),
 		closes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_server_closes_total", Help: "Connections the server closed, by close code."}, []string{"code"}),
@@ -54,8 +58,8 @@ func newMetrics() *metrics {
 // there (the HTTP API counts its own transport under the same name): the
 // existing vector is then shared.
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.connections, m.events, m.delivered, m.replayed, m.frames, m.dropped,
-		m.slowCloses, m.deadPeers, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused} {
+	for _, c := range []prometheus.Collector{m.connections, m.writers, m.events, m.delivered, m.replayed, m.frames, m.dropped,
+		m.slowCloses, m.deadPeers, m.stuckWrites, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register live delivery metrics: %w", err)
 		}

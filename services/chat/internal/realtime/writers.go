@@ -1,0 +1,262 @@
+package realtime
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// stuckWrite is how long a write may last before its runner no longer
+// counts as a writer: a socket write that does not return within it is
+// waiting for a peer whose buffers are full (or its runner lost its CPU),
+// and the pool starts another runner so the other sockets are not held up.
+const stuckWrite = 2 * time.Millisecond
+
+// DefaultWriters is the number of socket writers a hub runs when
+// Options.Writers is zero: one less than GOMAXPROCS, at least one, so
+// that fan-out never takes every P and one stays free for the network
+// poller (HTTP requests, Redis replies, pongs).
+func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
+// writers is the hub's pool of socket writers. A connection with frames
+// queued waits in one FIFO (at most once: its awake flag says it is there
+// or being written); a runner takes the connection at the head, writes one
+// batch (conn.next: what is queued, joined up to Batch events) and puts it
+// back at the tail while more is queued. A connection is written by at
+// most one runner at a time, so its frames keep their order.
+//
+// Why not a goroutine per connection: an event readies one writer per
+// subscriber, and while every P has runnable goroutines the scheduler
+// looks at the network poller only when a P runs dry or from sysmon
+// (about every 10 ms), so Redis replies and HTTP requests waited that
+// long behind the fan-out, sends slowed down, arrived one by one and were
+// written one event per frame: the most expensive way. With max runners
+// (fewer than the Ps) a P stays free for the network, and a pass over the
+// FIFO writes, in one frame per socket, everything that arrived meanwhile.
+//
+// A write that does not return within stuckWrite (a slow peer) marks its
+// runner stuck and the pool starts another, so max runners are always
+// free of stuck writes; a stuck runner exits once its write returns if
+// the pool has enough runners without it. The pool looks for stuck
+// runners when a connection is queued while every runner is busy, and
+// then from one pool-level timer while work waits: never a timer per
+// write. A write stuck for good ends when the janitor closes its socket
+// (WriteTimeout). Runners park when the FIFO is empty (at most max of
+// them); a replica that never wrote has none.
+type writers struct {
+	max     int
+	metrics *metrics
+
+	mu      sync.Mutex
+	ready   connRing  // connections with something queued
+	all     []*runner // live runners
+	idle    []*runner // parked runners, waiting for work
+	stuck   int       // runners in all whose write began over stuckWrite ago
+	armed   bool      // timer is set to look for stuck runners
+	closed  bool
+	timer   *time.Timer
+	done    chan struct{} // closed by close: parked runners exit
+	running sync.WaitGroup
+}
+
+// runner is one writer goroutine.
+type runner struct {
+	since atomic.Int64  // unix nanos the current write began, 0 between writes
+	stuck bool          // counted in writers.stuck (under writers.mu)
+	wake  chan struct{} // capacity 1: work for a parked runner
+}
+
+func newWriters(n int, m *metrics) *writers {
+	p := &writers{max: n, metrics: m, done: make(chan struct{})}
+	p.timer = time.AfterFunc(time.Hour, p.look)
+	p.timer.Stop()
+	return p
+}
+
+// enqueue puts c at the tail of the FIFO. The caller turned c's awake flag
+// on, so c is not there already.
+func (p *writers) enqueue(c *conn) {
+	p.mu.Lock()
+	p.ready.push(c)
+	p.dispatch()
+	p.mu.Unlock()
+}
+
+// dispatch (under p.mu) finds a runner for the FIFO's work: a parked one,
+// or a new one while fewer than max runners are free of stuck writes.
+// When every runner is busy it looks for stuck ones, unless the timer
+// will.
+func (p *writers) dispatch() {
+	switch {
+	case p.closed || p.ready.len() == 0:
+	case len(p.idle) > 0:
+		r := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		r.wake <- struct{}{}
+	case len(p.all)-p.stuck < p.max:
+		p.start()
+	case !p.armed:
+		p.check(time.Now().UnixNano())
+	}
+}
+
+func (p *writers) start() {
+	r := &runner{wake: make(chan struct{}, 1)}
+	p.all = append(p.all, r)
+	p.metrics.writers.Inc()
+	p.running.Add(1)
+	go p.run(r)
+}
+
+// check (under p.mu) marks runners whose write began over stuckWrite ago
+// as stuck, starts runners in their place for the waiting work and, while
+// work still waits for busy runners, sets the timer to look again when
+// the oldest write would become stuck.
+func (p *writers) check(now int64) {
+	oldest := int64(0)
+	for _, r := range p.all {
+		s := r.since.Load()
+		switch {
+		case r.stuck || s == 0:
+		case now-s >= int64(stuckWrite):
+			r.stuck = true
+			p.stuck++
+			p.metrics.stuckWrites.Inc()
+		case oldest == 0 || s < oldest:
+			oldest = s
+		}
+	}
+	for n := p.ready.len(); n > 0 && len(p.all)-p.stuck < p.max; n-- {
+		p.start()
+	}
+	if p.ready.len() > 0 && len(p.idle) == 0 {
+		wait := stuckWrite
+		if oldest != 0 {
+			wait = time.Duration(oldest + int64(stuckWrite) - now)
+		}
+		p.armed = true
+		p.timer.Reset(wait)
+	}
+}
+
+// look runs from the timer.
+func (p *writers) look() {
+	p.mu.Lock()
+	p.armed = false
+	if !p.closed && p.ready.len() > 0 && len(p.idle) == 0 {
+		p.check(time.Now().UnixNano())
+	}
+	p.mu.Unlock()
+}
+
+// run is one runner: it writes a turn of the connection at the head of the
+// FIFO, puts it back at the tail if more is queued, and parks when the FIFO
+// is empty. It exits when the pool has more runners than it needs (after
+// a stuck write, or once closed and empty).
+func (p *writers) run(r *runner) {
+	defer p.running.Done()
+	var c *conn // the connection just written, when more is queued
+	for {
+		p.mu.Lock()
+		if c != nil {
+			p.ready.push(c)
+			c = nil
+		}
+		if r.stuck {
+			r.stuck = false
+			p.stuck--
+		}
+		for p.ready.len() == 0 || len(p.all)-p.stuck > p.max {
+			if p.closed || len(p.all)-p.stuck > p.max {
+				p.exit(r)
+				p.dispatch() // what this runner leaves goes to a parked one
+				p.mu.Unlock()
+				return
+			}
+			p.idle = append(p.idle, r)
+			p.mu.Unlock()
+			select {
+			case <-r.wake:
+			case <-p.done:
+			}
+			p.mu.Lock()
+			p.unpark(r) // woken by close: still listed as parked
+		}
+		c = p.ready.pop()
+		p.mu.Unlock()
+		if !c.writeTurn(r) {
+			c = nil
+		}
+	}
+}
+
+// exit removes r from the pool (under p.mu).
+func (p *writers) exit(r *runner) {
+	p.unpark(r)
+	p.metrics.writers.Dec()
+	for i, x := range p.all {
+		if x == r {
+			p.all[i] = p.all[len(p.all)-1]
+			p.all[len(p.all)-1] = nil
+			p.all = p.all[:len(p.all)-1]
+			return
+		}
+	}
+}
+
+func (p *writers) unpark(r *runner) {
+	for i, x := range p.idle {
+		if x == r {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			return
+		}
+	}
+	select {
+	case <-r.wake: // a wake sent before close won: drop it
+	default:
+	}
+}
+
+// close stops the pool once the hub's connections are gone: parked runners
+// exit, busy ones after their write (the sockets are closed), and no new
+// one starts. wait returns when all have exited.
+func (p *writers) close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+}
+
+func (p *writers) wait() { p.running.Wait() }
+
+// connRing is a FIFO of connections in a ring buffer that grows as needed.
+type connRing struct {
+	buf  []*conn
+	head int
+	n    int
+}
+
+func (q *connRing) len() int { return q.n }
+
+func (q *connRing) push(c *conn) {
+	if q.n == len(q.buf) {
+		buf := make([]*conn, max(16, 2*len(q.buf)))
+		k := copy(buf, q.buf[q.head:])
+		copy(buf[k:], q.buf[:q.head])
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = c
+	q.n++
+}
+
+func (q *connRing) pop() *conn {
+	c := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return c
+}
