@@ -22,30 +22,53 @@ type SendResult struct {
 
 // Send runs every rule on a message and stores it: the send limit,
 // permission, ban and timeout, length, filters, slow mode, then storage,
-// then commands. Errors:
+// then commands. A Held sender is read again first (see Sender). Errors:
 // Unauthorized (the user no longer exists), Forbidden (with Until for a
 // timeout), Invalid, Blocked (Reason = filter kind), SlowMode (RetryAfter;
 // Reason slow_mode, or send_limit for the per-user limit),
 // Unavailable. A nil error means the message is stored.
-func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResult, error) {
+//
+// Round trips: everything Send reads before it writes (the held user, the
+// filters, the channel's settings, the send-limit count) is asked at once
+// (Store.ReadForSend), then the message is appended; slow mode adds its
+// gate and a command its lookup, count and reply. On a replica busy
+// delivering, each sequential round trip costs a scheduler wake-up, so
+// their number bounds how many sends a replica accepts (issue 12).
+func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResult, error) {
 	channel, err := NormalizeChannel(in.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}
-	// Reload the sender: a WebSocket may hold an actor from before a ban
-	// or a role change.
-	u, err := s.store.User(ctx, actor.ID)
-	if errors.Is(err, ErrNotFound) {
-		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
-	}
-	if err != nil {
-		return SendResult{}, fmt.Errorf("send: load sender: %w", err)
-	}
 	now := s.clock()
+	u := from.user
+	reads := SendReads{Now: now}
+	if !from.current() {
+		reads.User = u.ID
+	}
 	// The send limit counts every attempt, first: it bounds the work one
 	// user can cause (filters run on every message), and a flood of refused
-	// messages is still a flood.
-	if err := s.checkSendLimit(ctx, u, now); err != nil {
+	// messages is still a flood. A held record decides whether to count:
+	// the broadcaster's role never changes (checkSendLimit judges by the
+	// current one).
+	if s.countsSends(u) {
+		reads.CountUser, reads.Limit = u.ID, s.sendLimit
+	}
+	// A held sender's role may have changed: read the settings whatever it
+	// was.
+	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) {
+		reads.Channel = channel
+	}
+	st := s.store.ReadForSend(ctx, reads)
+	if !from.current() {
+		if errors.Is(st.UserErr, ErrNotFound) {
+			return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
+		}
+		if st.UserErr != nil {
+			return SendResult{}, fmt.Errorf("send: load sender: %w", st.UserErr)
+		}
+		u = st.User
+	}
+	if err := s.checkSendLimit(ctx, u, st.SendWait, st.CountErr); err != nil {
 		return SendResult{}, err
 	}
 	if err := s.require(u, ActionSendMessages); err != nil {
@@ -58,11 +81,10 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if err != nil {
 		return SendResult{}, err
 	}
-	filters, err := s.compiledFilters(ctx)
-	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+	if st.FiltersErr != nil {
+		return SendResult{}, fmt.Errorf("send: load filters: %w", st.FiltersErr)
 	}
-	out := applyFilters(text, u.Role, filters)
+	out := applyFilters(text, u.Role, s.compiledFilters(ctx, st.Filters))
 	if out.blocked != nil {
 		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
 			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
@@ -71,12 +93,11 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	if !Allowed(u.Role, ActionBypassSlowMode) {
-		ch, err := s.store.Channel(ctx, channel)
-		if err != nil {
-			return SendResult{}, fmt.Errorf("send: channel settings: %w", err)
+		if st.ChannelErr != nil {
+			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
 		}
-		if ch.SlowModeSeconds > 0 {
-			wait, err := s.store.Acquire(ctx, now, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(ch.SlowModeSeconds) * time.Second})
+		if st.Channel.SlowModeSeconds > 0 {
+			wait, err := s.store.Acquire(ctx, now, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
 			if err != nil {
 				return SendResult{}, fmt.Errorf("send: slow mode: %w", err)
 			}

@@ -585,15 +585,42 @@ func (s *Store) DeleteFilter(_ context.Context, id string) error {
 	return nil
 }
 
-// CountSend implements chat.Store with GCRA, as redis_rate computes it
-// in Redis: each message moves the user's arrival time on by
-// Window/Max; a message may go while that time is at most Window ahead.
-func (s *Store) CountSend(_ context.Context, user string, l chat.SendLimit, now time.Time) (time.Duration, error) {
+// ReadForSend implements chat.Store: what a send reads, under one lock.
+func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st chat.SendState
+	if r.User != "" {
+		u, ok := s.users[r.User]
+		if ok {
+			st.User = u
+		} else {
+			st.UserErr = chat.NotFound("user")
+		}
+	}
+	st.Filters = make([]chat.Filter, 0, len(s.filters))
+	for _, f := range s.filters {
+		st.Filters = append(st.Filters, f)
+	}
+	if r.Channel != "" {
+		st.Channel = chat.Channel{Name: r.Channel}
+		if c, ok := s.channels[r.Channel]; ok {
+			st.Channel = c.settings
+		}
+	}
+	if r.CountUser != "" {
+		st.SendWait, st.CountErr = s.countSend(r.CountUser, r.Limit, r.Now)
+	}
+	return st
+}
+
+// countSend counts with GCRA, as redis_rate computes it in Redis: each
+// message moves the user's arrival time on by Window/Max; a message may go
+// while that time is at most Window ahead. The caller holds s.mu.
+func (s *Store) countSend(user string, l chat.SendLimit, now time.Time) (time.Duration, error) {
 	if err := l.Validate(); err != nil || l.Off() {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	tat := s.sends[user]
 	if tat.Before(now) {
 		tat = now

@@ -256,3 +256,70 @@ if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
 redis.call('SADD', KEYS[1], ARGV[1])
 return 1
 `)
+
+// userByToken finds a token's user in one round trip: the token index and
+// the user share the {users} slot, so the user key, which only the index
+// names, is in the script's slot on a Cluster too. KEYS: tokens. ARGV:
+// token hash, user key prefix. Returns the user's fields, or an empty
+// array for an unknown token.
+var userByToken = redis.NewScript(`
+local id = redis.call('HGET', KEYS[1], ARGV[1])
+if not id then return {} end
+return redis.call('HGETALL', ARGV[2] .. id)
+`)
+
+// commandByTrigger finds a command by name or alias, with its count, in
+// one round trip. KEYS: commands, triggers, counts. ARGV: trigger.
+// Returns {json, count} or an empty array.
+var commandByTrigger = redis.NewScript(`
+local name = redis.call('HGET', KEYS[2], ARGV[1])
+if not name then return {} end
+local raw = redis.call('HGET', KEYS[1], name)
+if not raw then return {} end
+return {raw, redis.call('HGET', KEYS[3], name) or '0'}
+`)
+
+// countSend is go-redis/redis_rate's GCRA script (allowN, BSD-2-Clause,
+// Copyright (c) 2017 Pavel Pravosud, from rwz/redis-gcra), on the Redis
+// server's clock so every replica counts a user together. Copied, with the
+// same key and arguments, so that it can go into ReadForSend's pipeline
+// (redis_rate runs it on its own round trip) and counts kept by earlier
+// versions stay valid. KEYS: the user's key. ARGV: burst, rate, period
+// (seconds), cost. Returns {allowed, remaining, retry_after (s), reset_after (s)}.
+var countSend = redis.NewScript(`
+redis.replicate_commands()
+local rate_limit_key = KEYS[1]
+local burst = ARGV[1]
+local rate = ARGV[2]
+local period = ARGV[3]
+local cost = tonumber(ARGV[4])
+local emission_interval = period / rate
+local increment = emission_interval * cost
+local burst_offset = emission_interval * burst
+-- seconds since 2017-01-01 keep the float's precision (good until 2048)
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = redis.call("GET", rate_limit_key)
+if not tat then
+  tat = now
+else
+  tat = tonumber(tat)
+end
+tat = math.max(tat, now)
+local new_tat = tat + increment
+local allow_at = new_tat - burst_offset
+local diff = now - allow_at
+local remaining = diff / emission_interval
+if remaining < 0 then
+  local reset_after = tat - now
+  local retry_after = diff * -1
+  return {0, 0, tostring(retry_after), tostring(reset_after)}
+end
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
+end
+local retry_after = -1
+return {cost, remaining, tostring(retry_after), tostring(reset_after)}
+`)
