@@ -30,8 +30,8 @@ type SendResult struct {
 //
 // Round trips: everything Send reads before it writes (the held user, the
 // filters, the channel's settings, the send-limit count) is asked at once
-// (Store.ReadForSend), then the message is appended; slow mode adds its
-// gate and a command its lookup, count and reply. On a replica busy
+// (Store.ReadForSend), then the message is appended, with the slow-mode
+// gate in the same step; a command adds its lookup, count and reply. On a replica busy
 // delivering, each sequential round trip costs a scheduler wake-up, so
 // their number bounds how many sends a replica accepts (issue 12).
 func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResult, error) {
@@ -39,8 +39,11 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if err != nil {
 		return SendResult{}, err
 	}
-	now := s.clock()
 	u := from.user
+	if u.ID == "" {
+		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "sending needs a user"}
+	}
+	now := s.clock()
 	reads := SendReads{Now: now}
 	if !from.current() {
 		reads.User = u.ID
@@ -92,22 +95,23 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if err := s.claimChannel(ctx, channel); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
+	// Slow mode is a gate passed in the same step as the append: a message
+	// refused by it stores nothing, and one stored has closed it.
+	var gates []Gate
 	if !Allowed(u.Role, ActionBypassSlowMode) {
 		if st.ChannelErr != nil {
 			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
 		}
 		if st.Channel.SlowModeSeconds > 0 {
-			wait, err := s.store.Acquire(ctx, now, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
-			if err != nil {
-				return SendResult{}, fmt.Errorf("send: slow mode: %w", err)
-			}
-			if wait > 0 {
-				return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: wait, Reason: "slow_mode",
-					Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(wait))}
-			}
+			gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
 		}
 	}
-	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now})
+	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now}, gates...)
+	var closed *Error
+	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
+		return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: closed.RetryAfter, Reason: "slow_mode",
+			Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(closed.RetryAfter))}
+	}
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: store message: %w", err)
 	}

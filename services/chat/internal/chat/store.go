@@ -15,7 +15,11 @@ type Store interface {
 
 	// AppendMessage assigns the next id of m.Channel, stores m, appends a
 	// message event and trims the channel to its history window, at once.
-	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// With gates (all in m.Channel; slow mode), it is Acquire at
+	// m.CreatedAt and the append in one step: if any gate is closed it
+	// stores nothing and returns a KindSlowMode *Error whose RetryAfter is
+	// the longest wait; otherwise it closes every gate and stores m.
+	AppendMessage(ctx context.Context, m Message, gates ...Gate) (Message, error)
 	// Messages returns one page of a channel, oldest first, tombstones included.
 	Messages(ctx context.Context, channel string, p Page) ([]Message, error)
 	// Message returns one message (NotFound if unknown or trimmed).

@@ -176,6 +176,8 @@ func runSuite(t *testing.T, e engine) {
 		{"DeleteLeavesTombstone", testDelete},
 		{"TimeoutAndBan", testModeration},
 		{"SlowMode", testSlowMode},
+		{"HeldSenderIsReadAgain", testHeldSenderReadAgain},
+		{"AppendMessagePassesGates", testAppendGates},
 		{"SendLimit", testSendLimit},
 		{"Filters", testFilters},
 		{"Limits", testLimits},

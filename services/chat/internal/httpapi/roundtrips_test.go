@@ -83,8 +83,8 @@ func TestSendRoundTrips(t *testing.T) {
 		{"admin", adminToken, "", "hello from the admin", 3},
 		// token+user, (filters, settings, send limit), append
 		{"viewer", viewer, "", "hello from a viewer", 3},
-		// the same, then the slow-mode gate
-		{"viewer slow mode", viewer, "slow", "hello in slow mode", 4},
+		// the same: the slow-mode gate is passed by the append
+		{"viewer slow mode", viewer, "slow", "hello in slow mode", 3},
 		// the same as admin, then the command, its count and its reply
 		{"admin command", adminToken, "", "!hello", 6},
 	}
@@ -99,5 +99,17 @@ func TestSendRoundTrips(t *testing.T) {
 		if len(got) > c.max {
 			t.Errorf("%s: %d round trips, want at most %d: %s", c.name, len(got), c.max, fmt.Sprint(got))
 		}
+	}
+	// A message slow mode refuses costs no more, and stores nothing.
+	before := len(s.messages("?channel=slow"))
+	got := trips.during(func() {
+		errorBody(t, s.call("POST", "/api/v1/messages/send", viewer, map[string]any{"channel": "slow", "message": "too soon"}), 429)
+	})
+	t.Logf("refused by slow mode: %d round trips: %s", len(got), strings.Join(got, ", "))
+	if len(got) > 3 {
+		t.Errorf("refused by slow mode: %d round trips, want at most 3: %s", len(got), fmt.Sprint(got))
+	}
+	if after := len(s.messages("?channel=slow")); after != before {
+		t.Errorf("slow mode refused a message but the channel went from %d to %d messages", before, after)
 	}
 }

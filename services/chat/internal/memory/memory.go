@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,9 +136,17 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 }
 
 // AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(_ context.Context, m chat.Message) (chat.Message, error) {
+func (s *Store) AppendMessage(_ context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, g := range gates {
+		if g.Channel != m.Channel {
+			return chat.Message{}, fmt.Errorf("append message: gates must be in the message's channel (%s, not %s)", m.Channel, g.Channel)
+		}
+	}
+	if wait := s.passGates(m.CreatedAt, gates); wait > 0 {
+		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: wait, Message: "a gate is closed"}
+	}
 	c := s.channel(m.Channel)
 	ev := s.append(c, chat.Event{Type: chat.EventMessage, Channel: m.Channel, Message: &m})
 	return *ev.Message, nil
@@ -647,6 +656,11 @@ func (s *Store) countSend(user string, l chat.SendLimit, now time.Time) (time.Du
 func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.passGates(now, gates), nil
+}
+
+// passGates passes every gate or none (Acquire); the caller holds s.mu.
+func (s *Store) passGates(now time.Time, gates []chat.Gate) time.Duration {
 	var wait time.Duration
 	for _, g := range gates {
 		if until, ok := s.gates[g.Channel+"\x00"+g.Key]; ok {
@@ -654,7 +668,7 @@ func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (t
 		}
 	}
 	if wait > 0 {
-		return wait, nil
+		return wait
 	}
 	for _, g := range gates {
 		s.gates[g.Channel+"\x00"+g.Key] = now.Add(g.For)
@@ -667,7 +681,7 @@ func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (t
 			}
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // Ping implements chat.Store.

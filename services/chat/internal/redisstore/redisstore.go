@@ -189,21 +189,36 @@ func decode(channel string, x redis.XMessage) (chat.Event, error) {
 	return ev, nil
 }
 
-// AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
+// AppendMessage implements chat.Store: the gates and the append are one
+// script (all keys in the channel's slot), so slow mode costs no round trip
+// of its own.
+func (s *Store) AppendMessage(ctx context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
 	m.ID = 0
 	data, err := json.Marshal(chat.Event{Type: chat.EventMessage, Message: &m})
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("encode message: %w", err)
 	}
 	ch := m.Channel
-	id, err := appendMessage.Run(ctx, s.rdb,
-		[]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")},
-		s.history, data, s.ck(ch, "live")).Int64()
+	keys := []string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+	args := []any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli()}
+	gkeys, gargs, err := s.gateArgs(gates)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	if len(gkeys) > 0 && gates[0].Channel != ch {
+		return chat.Message{}, fmt.Errorf("append message: gates must be in the message's channel (%s, not %s)", ch, gates[0].Channel)
+	}
+	res, err := appendMessage.Run(ctx, s.rdb, append(keys, gkeys...), append(args, gargs...)...).Int64Slice()
 	if err != nil {
 		return chat.Message{}, fail("append message", err)
 	}
-	m.ID = id
+	if len(res) != 2 {
+		return chat.Message{}, fail("append message", fmt.Errorf("unexpected reply %v", res))
+	}
+	if res[1] > 0 {
+		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: time.Duration(res[1]) * time.Millisecond, Message: "a gate is closed"}
+	}
+	m.ID = res[0]
 	return m, nil
 }
 
@@ -842,21 +857,30 @@ func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) 
 	if len(gates) == 0 {
 		return 0, nil
 	}
-	keys := make([]string, len(gates))
-	args := []any{now.UnixMilli()}
-	for i, g := range gates {
-		if g.Channel != gates[0].Channel {
-			// One script, one slot: a channel's gates pass together.
-			return 0, fmt.Errorf("acquire gates: all gates must be in one channel (%s and %s)", gates[0].Channel, g.Channel)
-		}
-		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
-		args = append(args, g.For.Milliseconds())
+	keys, durations, err := s.gateArgs(gates)
+	if err != nil {
+		return 0, err
 	}
-	ms, err := acquire.Run(ctx, s.rdb, keys, args...).Int64()
+	ms, err := acquire.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, durations...)...).Int64()
 	if err != nil {
 		return 0, fail("acquire gate", err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// gateArgs are the keys and durations (ms) of gates for passGates.
+func (s *Store) gateArgs(gates []chat.Gate) ([]string, []any, error) {
+	keys := make([]string, len(gates))
+	durations := make([]any, len(gates))
+	for i, g := range gates {
+		if g.Channel != gates[0].Channel {
+			// One script, one slot: a channel's gates pass together.
+			return nil, nil, fmt.Errorf("acquire gates: all gates must be in one channel (%s and %s)", gates[0].Channel, g.Channel)
+		}
+		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
+		durations[i] = g.For.Milliseconds()
+	}
+	return keys, durations, nil
 }
 
 // ---- sends ----

@@ -12,9 +12,15 @@ import "github.com/redis/go-redis/v9"
 // events that followed <cut>, so a reader whose cursor is <cut> or later
 // lost nothing, which is what the trim mark records.
 // The entry is then announced on the channel's live Pub/Sub channel (see
-// liveNotice).
-// KEYS: seq, log, trim, deleted. ARGV: history, event json, live channel.
+// liveNotice). Gates (slow mode) are passed first, in the same step
+// (passGates): a closed one stores nothing.
+// KEYS: seq, log, trim, deleted, then gates. ARGV: history, event json,
+// live channel, now ms, then one duration ms per gate. Returns {id, 0}, or
+// {0, wait ms} when a gate is closed.
 var appendMessage = redis.NewScript(`
+local first, darg, now = 5, 5, tonumber(ARGV[4])
+` + passGates + `
+if wait > 0 then return {0, wait} end
 local id = redis.call('INCR', KEYS[1])
 local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local prev = '0-0'
@@ -31,7 +37,7 @@ if cut > 0 then
   end
 end
 redis.call('PUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
-return id
+return {id, 0}
 `)
 
 // liveNotice is the Lua that appends an event after the channel's last
@@ -223,27 +229,36 @@ redis.call('HSET', KEYS[1], id, ARGV[1])
 return id
 `)
 
-// acquire passes all gates or none. A gate's value is the unix ms until
-// which it is closed, compared with the caller's clock (so tests can step
-// time); PX only lets Redis forget it afterwards. This is SET NX PX with the
-// clock made explicit. KEYS: gates. ARGV: now ms, then one duration ms per
-// gate. Returns the wait in ms (0: passed).
-var acquire = redis.NewScript(`
-local now = tonumber(ARGV[1])
+// passGates is the Lua that passes all gates or none. A gate's value is
+// the unix ms until which it is closed, compared with the caller's clock
+// (so tests can step time); PX only lets Redis forget it afterwards. This
+// is SET NX PX with the clock made explicit. Expects locals first (the
+// index of the first gate in KEYS; the gates run to the end of KEYS), darg
+// (the ARGV index of its duration ms) and now (ms); leaves wait, the
+// longest wait in ms (0: every gate passed and is closed now).
+const passGates = `
 local wait = 0
-for i, k in ipairs(KEYS) do
-  local v = redis.call('GET', k)
+for i = first, #KEYS do
+  local v = redis.call('GET', KEYS[i])
   if v then
     local r = tonumber(v) - now
     if r > wait then wait = r end
   end
 end
-if wait > 0 then return wait end
-for i, k in ipairs(KEYS) do
-  local d = tonumber(ARGV[i + 1])
-  if d > 0 then redis.call('SET', k, tostring(now + d), 'PX', d) end
+if wait == 0 then
+  for i = first, #KEYS do
+    local d = tonumber(ARGV[darg + i - first])
+    if d > 0 then redis.call('SET', KEYS[i], tostring(now + d), 'PX', d) end
+  end
 end
-return 0
+`
+
+// acquire passes all gates or none (passGates). KEYS: gates. ARGV: now
+// ms, then one duration ms per gate. Returns the wait in ms (0: passed).
+var acquire = redis.NewScript(`
+local first, darg, now = 1, 2, tonumber(ARGV[1])
+` + passGates + `
+return wait
 `)
 
 // claimChannel adds a channel to the set of channels unless the set holds
