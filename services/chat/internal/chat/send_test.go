@@ -179,3 +179,25 @@ func TestHeldSendRoundTrips(t *testing.T) {
 		t.Errorf("deleted held sender: %v after %v", err, got)
 	}
 }
+
+// testCommandReadWithTheSend: the command of a message that looks like an
+// invocation is read with the send's other reads, but the bot answers the
+// message as stored: a trigger a mask filter changed runs nothing.
+func testCommandReadWithTheSend(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	zero := 0
+	for _, name := range []string{"hello", "scam"} {
+		must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: name, Response: "re ${user}", CooldownSeconds: &zero}))
+	}
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "scam", Action: chat.ActionMask}))
+	if r := en.send(v, "!HELLO there"); r.Reply == nil || r.Reply.Text != "re "+v.Name {
+		t.Fatalf("!hello: %+v", r)
+	}
+	if r := en.send(v, "!scam now"); r.Reply != nil || r.Message.Text != "!**** now" {
+		t.Fatalf("a masked trigger answered: %+v / %+v", r.Message, r.Reply)
+	}
+	if r := en.send(v, "!nothing"); r.Reply != nil {
+		t.Fatalf("an unknown command answered: %+v", r.Reply)
+	}
+}

@@ -61,6 +61,11 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) {
 		reads.Channel = channel
 	}
+	// A message that looks like a command has its command read now too;
+	// runCommand uses it if filters left the trigger as it was.
+	if inv, ok := parseInvocation(in.Message); ok {
+		reads.Trigger = inv.trigger
+	}
 	st := s.store.ReadForSend(ctx, reads)
 	if !from.current() {
 		if errors.Is(st.UserErr, ErrNotFound) {
@@ -116,7 +121,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		return SendResult{}, fmt.Errorf("send: store message: %w", err)
 	}
 	res := SendResult{Message: m}
-	reply, err := s.runCommand(ctx, u, m, now)
+	reply, err := s.runCommand(ctx, u, m, now, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
 	if err != nil {
 		// The message is stored and must be reported as such; a lost bot
 		// reply is not worth failing the request over.
@@ -130,16 +135,29 @@ func roundUpSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
+// prefetched is a command read with a send's other reads (ReadForSend),
+// for the trigger the message had before filters.
+type prefetched struct {
+	trigger string
+	cmd     Command
+	err     error
+}
+
 // runCommand answers a command invocation with a stored bot message, or
 // returns nil when the message is no invocation, the command is unknown,
 // disabled, above the sender's level or cooling down (bots stay silent then,
-// as Nightbot does, instead of spamming "on cooldown").
-func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time) (*Message, error) {
+// as Nightbot does, instead of spamming "on cooldown"). The invocation is
+// read from the stored text; pre is used when its trigger is that one (a
+// mask may have changed it), else the command is read now.
+func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time, pre prefetched) (*Message, error) {
 	inv, ok := parseInvocation(m.Text)
 	if !ok {
 		return nil, nil
 	}
-	cmd, err := s.store.Command(ctx, inv.trigger)
+	cmd, err := pre.cmd, pre.err
+	if inv.trigger != pre.trigger {
+		cmd, err = s.store.Command(ctx, inv.trigger)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -121,6 +121,9 @@ type SendReads struct {
 	CountUser string
 	Limit     SendLimit
 	Now       time.Time
+	// Trigger, when not empty, is a command trigger looked up as Command
+	// does (the message looks like a command invocation).
+	Trigger string
 }
 
 // SendState is what ReadForSend found. Each part keeps its own error,
@@ -136,4 +139,7 @@ type SendState struct {
 	// SendWait is the count's answer: 0 when the message may go.
 	SendWait time.Duration
 	CountErr error
+	// Command is Trigger's command; CommandErr is NotFound when there is none.
+	Command    Command
+	CommandErr error
 }

@@ -178,6 +178,7 @@ func runSuite(t *testing.T, e engine) {
 		{"SlowMode", testSlowMode},
 		{"HeldSenderIsReadAgain", testHeldSenderReadAgain},
 		{"AppendMessagePassesGates", testAppendGates},
+		{"CommandReadWithTheSend", testCommandReadWithTheSend},
 		{"SendLimit", testSendLimit},
 		{"Filters", testFilters},
 		{"Limits", testLimits},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -66,7 +67,7 @@ func TestSendRoundTrips(t *testing.T) {
 	trips := &roundTrips{}
 	s := newStack(t, engine{name: "redis", redis: rs}, stackOptions{storeHook: trips, sendLimit: chat.DefaultSendLimit})
 	_, viewer := s.user(chat.RoleViewer)
-	s.must(201, "POST", "/api/v1/commands", adminToken, map[string]any{"command": "hello", "response": "hi ${user}", "cooldown_seconds": 0}, nil)
+	s.must(201, "POST", "/api/v1/commands", adminToken, map[string]any{"command": "hello", "response": "hi ${user}", "cooldown_seconds": 0, "user_cooldown_seconds": 1}, nil)
 	s.must(200, "PATCH", "/api/v1/channels/slow", adminToken, map[string]any{"slow_mode_seconds": 5}, nil)
 	// The first use of each script loads it (EVALSHA, NOSCRIPT, EVAL), and
 	// the first send to a channel claims it: warm up.
@@ -74,6 +75,7 @@ func TestSendRoundTrips(t *testing.T) {
 	s.send(other, "slow", "warm up")
 	s.send(viewer, "", "warm up")
 	s.send(viewer, "", "!hello")
+	s.Clock.Advance(2 * time.Second) // past the viewer's cooldown of !hello
 
 	cases := []struct {
 		name, token, channel, text string
@@ -85,8 +87,11 @@ func TestSendRoundTrips(t *testing.T) {
 		{"viewer", viewer, "", "hello from a viewer", 3},
 		// the same: the slow-mode gate is passed by the append
 		{"viewer slow mode", viewer, "slow", "hello in slow mode", 3},
-		// the same as admin, then the command, its count and its reply
-		{"admin command", adminToken, "", "!hello", 6},
+		// the same as admin with the command in the pipeline, then its
+		// count and its reply
+		{"admin command", adminToken, "", "!hello", 5},
+		// the same as the viewer, then the cooldown, the count, the reply
+		{"viewer command", viewer, "", "!hello", 6},
 	}
 	for _, c := range cases {
 		got := trips.during(func() {

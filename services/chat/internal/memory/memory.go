@@ -476,6 +476,11 @@ func (s *Store) CreateCommand(_ context.Context, c chat.Command, max int) error 
 func (s *Store) Command(_ context.Context, trigger string) (chat.Command, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.command(trigger)
+}
+
+// command finds a command by trigger; the caller holds s.mu.
+func (s *Store) command(trigger string) (chat.Command, error) {
 	name, ok := s.triggers[trigger]
 	if !ok {
 		return chat.Command{}, chat.NotFound("command")
@@ -619,6 +624,9 @@ func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState 
 	}
 	if r.CountUser != "" {
 		st.SendWait, st.CountErr = s.countSend(r.CountUser, r.Limit, r.Now)
+	}
+	if r.Trigger != "" {
+		st.Command, st.CommandErr = s.command(r.Trigger)
 	}
 	return st
 }

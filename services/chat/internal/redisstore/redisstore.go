@@ -722,6 +722,11 @@ func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, erro
 	if err != nil {
 		return chat.Command{}, fail("read command", err)
 	}
+	return decodeCommand(trigger, res)
+}
+
+// decodeCommand reads commandByTrigger's answer.
+func decodeCommand(trigger string, res []string) (chat.Command, error) {
 	if len(res) != 2 {
 		return chat.Command{}, chat.NotFound("command")
 	}
@@ -886,10 +891,10 @@ func (s *Store) gateArgs(gates []chat.Gate) ([]string, []any, error) {
 // ---- sends ----
 
 // ReadForSend implements chat.Store with one pipeline: the user, the
-// filters, the channel's settings and the send-limit count are independent,
-// so they go to Redis together (on a Cluster, go-redis sends each node its
-// part at once). Only the first send after Redis lost its scripts pays one
-// more round trip, for the count.
+// filters, the channel's settings, the send-limit count and the command are
+// independent, so they go to Redis together (on a Cluster, go-redis sends
+// each node its part at once). Only the first send after Redis lost its
+// scripts pays one more round trip per script (the count, the command).
 func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendState {
 	var (
 		st       chat.SendState
@@ -899,6 +904,7 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		count    *redis.Cmd
 	)
 	countKeys, countArgs, countErr := s.countArgs(r)
+	var command *redis.Cmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if r.User != "" {
 			user = p.HGetAll(ctx, s.userKey(r.User))
@@ -909,6 +915,9 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		}
 		if countKeys != nil {
 			count = countSend.EvalSha(ctx, p, countKeys, countArgs...)
+		}
+		if r.Trigger != "" {
+			command = commandByTrigger.EvalSha(ctx, p, s.commandKeys(), r.Trigger)
 		}
 		return nil
 	})
@@ -942,6 +951,16 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 			count = countSend.Run(ctx, s.rdb, countKeys, countArgs...)
 		}
 		st.SendWait, st.CountErr = sendWait(count)
+	}
+	if command != nil {
+		if redis.HasErrorPrefix(command.Err(), "NOSCRIPT") {
+			command = commandByTrigger.Run(ctx, s.rdb, s.commandKeys(), r.Trigger)
+		}
+		if res, err := command.StringSlice(); err != nil {
+			st.CommandErr = failPipeline("read command", err)
+		} else {
+			st.Command, st.CommandErr = decodeCommand(r.Trigger, res)
+		}
 	}
 	return st
 }
