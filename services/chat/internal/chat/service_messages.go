@@ -29,11 +29,12 @@ type SendResult struct {
 // Unavailable. A nil error means the message is stored.
 //
 // Round trips: everything Send reads before it writes (the held user, the
-// filters, the channel's settings, the send-limit count) is asked at once
-// (Store.ReadForSend), then the message is appended, with the slow-mode
-// gate in the same step; a command adds its lookup, count and reply. On a replica busy
-// delivering, each sequential round trip costs a scheduler wake-up, so
-// their number bounds how many sends a replica accepts (issue 12).
+// filters, the channel's settings, the send-limit count, the command of a
+// "!" message) is asked at once (Store.ReadForSend), then the message is
+// appended, with the slow-mode gate in the same step; a command adds its
+// cooldown, count and reply. On a replica busy delivering, each sequential
+// round trip costs a scheduler wake-up, so their number bounds how many
+// sends a replica accepts (issue 12).
 func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResult, error) {
 	channel, err := NormalizeChannel(in.Channel)
 	if err != nil {

@@ -73,8 +73,9 @@ type Store interface {
 
 	// Acquire passes every gate or none: if any gate is closed at now it
 	// returns the longest remaining wait and changes nothing; otherwise it
-	// closes every gate until now+gate.For and returns 0. Cooldowns and slow
-	// mode use it; "now" comes from the Service clock so tests need no sleep.
+	// closes every gate until now+gate.For and returns 0. Command cooldowns
+	// use it (slow mode passes its gate in AppendMessage); "now" comes from
+	// the Service clock so tests need no sleep.
 	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
 	// ReadForSend makes the reads and the count a send needs before it
 	// writes, all at once: one pipelined round trip in Redis (see

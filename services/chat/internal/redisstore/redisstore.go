@@ -902,9 +902,9 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		filters  *redis.MapStringStringCmd
 		settings *redis.StringCmd
 		count    *redis.Cmd
+		command  *redis.Cmd
 	)
 	countKeys, countArgs, countErr := s.countArgs(r)
-	var command *redis.Cmd
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if r.User != "" {
 			user = p.HGetAll(ctx, s.userKey(r.User))
