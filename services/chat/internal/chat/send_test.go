@@ -167,6 +167,20 @@ func TestHeldSendRoundTrips(t *testing.T) {
 	if len(got) != 2 || strings.Contains(got[0], "hgetall hgetall") {
 		t.Errorf("fresh sender: %v, want the filters then the append", got)
 	}
+	// Redis forgets its scripts (a restart, SCRIPT FLUSH): the pipeline's
+	// EVALSHA answers NOSCRIPT and the script runs again on its own.
+	zero := 0
+	must[chat.Command](t)(svc.CreateCommand(ctx, admin, chat.CommandInput{Command: "hi", Response: "hi ${user}", CooldownSeconds: &zero}))
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got = trips.during(func() {
+		r := must[chat.SendResult](t)(svc.Send(ctx, chat.Held(v), chat.SendInput{Message: "!hi"}))
+		if r.Reply == nil || r.Reply.Text != "hi viewer" {
+			t.Errorf("after SCRIPT FLUSH: reply %+v", r.Reply)
+		}
+	})
+	t.Logf("after SCRIPT FLUSH: %s", strings.Join(got, ", "))
 	// A held sender gone since: refused in the same one round trip.
 	if err := svc.DeleteUser(ctx, admin, v.ID); err != nil {
 		t.Fatal(err)

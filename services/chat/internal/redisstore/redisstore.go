@@ -948,13 +948,13 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		st.CountErr = countErr
 	case count != nil:
 		if redis.HasErrorPrefix(count.Err(), "NOSCRIPT") {
-			count = countSend.Run(ctx, s.rdb, countKeys, countArgs...)
+			count = countSend.Eval(ctx, s.rdb, countKeys, countArgs...) // EVAL also caches it
 		}
 		st.SendWait, st.CountErr = sendWait(count)
 	}
 	if command != nil {
 		if redis.HasErrorPrefix(command.Err(), "NOSCRIPT") {
-			command = commandByTrigger.Run(ctx, s.rdb, s.commandKeys(), r.Trigger)
+			command = commandByTrigger.Eval(ctx, s.rdb, s.commandKeys(), r.Trigger)
 		}
 		if res, err := command.StringSlice(); err != nil {
 			st.CommandErr = failPipeline("read command", err)
