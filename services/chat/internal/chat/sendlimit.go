@@ -50,16 +50,23 @@ func (l SendLimit) String() string {
 // limit gets (slow mode's own is "slow_mode").
 const ReasonSendLimit = "send_limit"
 
-// checkSendLimit counts one message of u against the send limit. The
-// broadcaster is never limited. A store that cannot count lets the message
-// through (the send then reports on its own whether it was stored): the
-// limit protects the chat from floods, and refusing every message while
-// only the counter fails would be the bigger outage.
-func (s *Service) checkSendLimit(ctx context.Context, u User, now time.Time) error {
-	if s.sendLimit.Off() || u.Role == RoleBroadcaster {
+// countsSends reports whether u's messages count against the send limit:
+// never the broadcaster's.
+func (s *Service) countsSends(u User) bool {
+	return !s.sendLimit.Off() && u.Role != RoleBroadcaster
+}
+
+// checkSendLimit judges the count of one message of u (made by
+// ReadForSend). The broadcaster is never limited (a sender held
+// since before a promotion was counted, but is not refused). A store that
+// could not count lets the message through (the send then reports on its
+// own whether it was stored): the limit protects the chat from floods, and
+// refusing every message while only the counter fails would be the bigger
+// outage.
+func (s *Service) checkSendLimit(ctx context.Context, u User, wait time.Duration, err error) error {
+	if !s.countsSends(u) {
 		return nil
 	}
-	wait, err := s.store.CountSend(ctx, u.ID, s.sendLimit, now)
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		s.log.WarnContext(ctx, "send limit not checked: the store could not count; the message goes through", "user", u.ID, "err", err)

@@ -51,6 +51,12 @@ func (s *Service) sortedFilters(ctx context.Context) ([]Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	sortFilters(fs)
+	return fs, nil
+}
+
+// sortFilters puts filters in the order they run: oldest first.
+func sortFilters(fs []Filter) {
 	sort.Slice(fs, func(i, j int) bool {
 		if !fs[i].CreatedAt.Equal(fs[j].CreatedAt) {
 			return fs[i].CreatedAt.Before(fs[j].CreatedAt)
@@ -60,17 +66,16 @@ func (s *Service) sortedFilters(ctx context.Context) ([]Filter, error) {
 		}
 		return fs[i].ID < fs[j].ID
 	})
-	return fs, nil
 }
 
-// compiledFilters returns the current filters ready to run. Filters live in
-// the store (so every replica applies the same ones) but each is compiled
-// once per process: the cache is keyed by everything that shapes a matcher.
-func (s *Service) compiledFilters(ctx context.Context) ([]*compiledFilter, error) {
-	fs, err := s.sortedFilters(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load filters: %w", err)
-	}
+// compiledFilters returns fs, the filters as the store holds them now, ready
+// to run. Filters live in the store (so every replica applies the same ones,
+// and a filter added on one replica holds on the next send on any other:
+// Send reads them on every send, in the same round trip as its other
+// reads) but each is compiled once per process: the cache is keyed by
+// everything that shapes a matcher.
+func (s *Service) compiledFilters(ctx context.Context, fs []Filter) []*compiledFilter {
+	sortFilters(fs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := make(map[string]*compiledFilter, len(fs))
@@ -79,6 +84,7 @@ func (s *Service) compiledFilters(ctx context.Context) ([]*compiledFilter, error
 		key := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d", f.ID, f.Kind, f.Action, f.MinRole, f.Pattern, f.Threshold, f.MinLength)
 		c, ok := s.filters[key]
 		if !ok {
+			var err error
 			c, err = compileFilter(f)
 			if err != nil {
 				// Stored filters were valid when created; one that no longer
@@ -91,5 +97,5 @@ func (s *Service) compiledFilters(ctx context.Context) ([]*compiledFilter, error
 		out = append(out, c)
 	}
 	s.filters = next
-	return out, nil
+	return out
 }

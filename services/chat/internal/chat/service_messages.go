@@ -22,30 +22,62 @@ type SendResult struct {
 
 // Send runs every rule on a message and stores it: the send limit,
 // permission, ban and timeout, length, filters, slow mode, then storage,
-// then commands. Errors:
+// then commands. A Held sender is read again first (see Sender). Errors:
 // Unauthorized (the user no longer exists), Forbidden (with Until for a
 // timeout), Invalid, Blocked (Reason = filter kind), SlowMode (RetryAfter;
 // Reason slow_mode, or send_limit for the per-user limit),
 // Unavailable. A nil error means the message is stored.
-func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResult, error) {
+//
+// Round trips: everything Send reads before it writes (the held user, the
+// filters, the channel's settings, the send-limit count, the command of a
+// "!" message) is asked at once (Store.ReadForSend), then the message is
+// appended, with the slow-mode gate in the same step; a command adds its
+// cooldown, count and reply. On a replica busy delivering, each sequential
+// round trip costs a scheduler wake-up, so their number bounds how many
+// sends a replica accepts (issue 12).
+func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResult, error) {
 	channel, err := NormalizeChannel(in.Channel)
 	if err != nil {
 		return SendResult{}, err
 	}
-	// Reload the sender: a WebSocket may hold an actor from before a ban
-	// or a role change.
-	u, err := s.store.User(ctx, actor.ID)
-	if errors.Is(err, ErrNotFound) {
-		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
-	}
-	if err != nil {
-		return SendResult{}, fmt.Errorf("send: load sender: %w", err)
+	u := from.user
+	if u.ID == "" {
+		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "sending needs a user"}
 	}
 	now := s.clock()
+	reads := SendReads{Now: now}
+	if !from.current() {
+		reads.User = u.ID
+	}
 	// The send limit counts every attempt, first: it bounds the work one
 	// user can cause (filters run on every message), and a flood of refused
-	// messages is still a flood.
-	if err := s.checkSendLimit(ctx, u, now); err != nil {
+	// messages is still a flood. A held record decides whether to count:
+	// the broadcaster's role never changes (checkSendLimit judges by the
+	// current one).
+	if s.countsSends(u) {
+		reads.CountUser, reads.Limit = u.ID, s.sendLimit
+	}
+	// A held sender's role may have changed: read the settings whatever it
+	// was.
+	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) {
+		reads.Channel = channel
+	}
+	// A message that looks like a command has its command read now too;
+	// runCommand uses it if filters left the trigger as it was.
+	if inv, ok := parseInvocation(in.Message); ok {
+		reads.Trigger = inv.trigger
+	}
+	st := s.store.ReadForSend(ctx, reads)
+	if !from.current() {
+		if errors.Is(st.UserErr, ErrNotFound) {
+			return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
+		}
+		if st.UserErr != nil {
+			return SendResult{}, fmt.Errorf("send: load sender: %w", st.UserErr)
+		}
+		u = st.User
+	}
+	if err := s.checkSendLimit(ctx, u, st.SendWait, st.CountErr); err != nil {
 		return SendResult{}, err
 	}
 	if err := s.require(u, ActionSendMessages); err != nil {
@@ -58,11 +90,10 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if err != nil {
 		return SendResult{}, err
 	}
-	filters, err := s.compiledFilters(ctx)
-	if err != nil {
-		return SendResult{}, fmt.Errorf("send: %w", err)
+	if st.FiltersErr != nil {
+		return SendResult{}, fmt.Errorf("send: load filters: %w", st.FiltersErr)
 	}
-	out := applyFilters(text, u.Role, filters)
+	out := applyFilters(text, u.Role, s.compiledFilters(ctx, st.Filters))
 	if out.blocked != nil {
 		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
 			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
@@ -70,28 +101,28 @@ func (s *Service) Send(ctx context.Context, actor User, in SendInput) (SendResul
 	if err := s.claimChannel(ctx, channel); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
+	// Slow mode is a gate passed in the same step as the append: a message
+	// refused by it stores nothing, and one stored has closed it.
+	var gates []Gate
 	if !Allowed(u.Role, ActionBypassSlowMode) {
-		ch, err := s.store.Channel(ctx, channel)
-		if err != nil {
-			return SendResult{}, fmt.Errorf("send: channel settings: %w", err)
+		if st.ChannelErr != nil {
+			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
 		}
-		if ch.SlowModeSeconds > 0 {
-			wait, err := s.store.Acquire(ctx, now, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(ch.SlowModeSeconds) * time.Second})
-			if err != nil {
-				return SendResult{}, fmt.Errorf("send: slow mode: %w", err)
-			}
-			if wait > 0 {
-				return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: wait, Reason: "slow_mode",
-					Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(wait))}
-			}
+		if st.Channel.SlowModeSeconds > 0 {
+			gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
 		}
 	}
-	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now})
+	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now}, gates...)
+	var closed *Error
+	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
+		return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: closed.RetryAfter, Reason: "slow_mode",
+			Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(closed.RetryAfter))}
+	}
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: store message: %w", err)
 	}
 	res := SendResult{Message: m}
-	reply, err := s.runCommand(ctx, u, m, now)
+	reply, err := s.runCommand(ctx, u, m, now, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
 	if err != nil {
 		// The message is stored and must be reported as such; a lost bot
 		// reply is not worth failing the request over.
@@ -105,16 +136,29 @@ func roundUpSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
+// prefetched is a command read with a send's other reads (ReadForSend),
+// for the trigger the message had before filters.
+type prefetched struct {
+	trigger string
+	cmd     Command
+	err     error
+}
+
 // runCommand answers a command invocation with a stored bot message, or
 // returns nil when the message is no invocation, the command is unknown,
 // disabled, above the sender's level or cooling down (bots stay silent then,
-// as Nightbot does, instead of spamming "on cooldown").
-func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time) (*Message, error) {
+// as Nightbot does, instead of spamming "on cooldown"). The invocation is
+// read from the stored text; pre is used when its trigger is that one (a
+// mask may have changed it), else the command is read now.
+func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time, pre prefetched) (*Message, error) {
 	inv, ok := parseInvocation(m.Text)
 	if !ok {
 		return nil, nil
 	}
-	cmd, err := s.store.Command(ctx, inv.trigger)
+	cmd, err := pre.cmd, pre.err
+	if inv.trigger != pre.trigger {
+		cmd, err = s.store.Command(ctx, inv.trigger)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

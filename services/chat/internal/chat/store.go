@@ -15,7 +15,11 @@ type Store interface {
 
 	// AppendMessage assigns the next id of m.Channel, stores m, appends a
 	// message event and trims the channel to its history window, at once.
-	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// With gates (all in m.Channel; slow mode), it is Acquire at
+	// m.CreatedAt and the append in one step: if any gate is closed it
+	// stores nothing and returns a KindSlowMode *Error whose RetryAfter is
+	// the longest wait; otherwise it closes every gate and stores m.
+	AppendMessage(ctx context.Context, m Message, gates ...Gate) (Message, error)
 	// Messages returns one page of a channel, oldest first, tombstones included.
 	Messages(ctx context.Context, channel string, p Page) ([]Message, error)
 	// Message returns one message (NotFound if unknown or trimmed).
@@ -69,15 +73,14 @@ type Store interface {
 
 	// Acquire passes every gate or none: if any gate is closed at now it
 	// returns the longest remaining wait and changes nothing; otherwise it
-	// closes every gate until now+gate.For and returns 0. Cooldowns and slow
-	// mode use it; "now" comes from the Service clock so tests need no sleep.
+	// closes every gate until now+gate.For and returns 0. Command cooldowns
+	// use it (slow mode passes its gate in AppendMessage); "now" comes from
+	// the Service clock so tests need no sleep.
 	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
-	// CountSend counts one message of user against l with GCRA (l.Max at
-	// once, then l.Max per l.Window) and returns 0 when it may go, or how
-	// long to wait; a refused message counts nothing. Every Service on one
-	// backend counts a user together. now is the Service clock; an engine
-	// whose backend has its own clock shared by replicas (Redis) uses that.
-	CountSend(ctx context.Context, user string, l SendLimit, now time.Time) (time.Duration, error)
+	// ReadForSend makes the reads and the count a send needs before it
+	// writes, all at once: one pipelined round trip in Redis (see
+	// SendReads). Each part's outcome, error included, is in SendState.
+	ReadForSend(ctx context.Context, r SendReads) SendState
 
 	// Ping checks that the backend answers (readiness).
 	Ping(ctx context.Context) error
@@ -98,4 +101,46 @@ type Gate struct {
 	Channel string
 	Key     string
 	For     time.Duration
+}
+
+// SendReads is what Service.Send reads before it writes. None depends on
+// another, so an engine asks for them together: on a replica whose CPU is
+// busy delivering, each sequential round trip waits for the Go scheduler to
+// notice the reply (milliseconds), and a send costs what its round trips
+// cost (docs/benchmarks.md, issue 12). Filters are always read.
+type SendReads struct {
+	// User, when not empty, is read again (a Held sender).
+	User string
+	// Channel, when not empty, has its settings read (for slow mode).
+	Channel string
+	// CountUser, when not empty, has one message counted against Limit
+	// with GCRA (Limit.Max at once, then Limit.Max per Limit.Window): the
+	// answer is 0 when it may go, or how long to wait; a refused message
+	// counts nothing. Every Service on one backend counts a user together.
+	// Now is the Service clock; an engine whose backend has its own clock
+	// shared by replicas (Redis) uses that.
+	CountUser string
+	Limit     SendLimit
+	Now       time.Time
+	// Trigger, when not empty, is a command trigger looked up as Command
+	// does (the message looks like a command invocation).
+	Trigger string
+}
+
+// SendState is what ReadForSend found. Each part keeps its own error,
+// because Send treats them differently: a user gone is Unauthorized, a
+// counter that cannot be reached lets the message through.
+type SendState struct {
+	User       User
+	UserErr    error // NotFound when the user no longer exists
+	Filters    []Filter
+	FiltersErr error
+	Channel    Channel
+	ChannelErr error
+	// SendWait is the count's answer: 0 when the message may go.
+	SendWait time.Duration
+	CountErr error
+	// Command is Trigger's command; CommandErr is NotFound when there is none.
+	Command    Command
+	CommandErr error
 }

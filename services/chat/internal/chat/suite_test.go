@@ -125,7 +125,7 @@ func (e *env) newUser(name string, role chat.Role) chat.User {
 
 func (e *env) send(u chat.User, text string) chat.SendResult {
 	e.t.Helper()
-	res, err := e.svc.Send(e.ctx, u, chat.SendInput{Message: text})
+	res, err := e.svc.Send(e.ctx, chat.Held(u), chat.SendInput{Message: text})
 	if err != nil {
 		e.t.Fatalf("send %q as %s: %v", text, u.Name, err)
 	}
@@ -176,6 +176,9 @@ func runSuite(t *testing.T, e engine) {
 		{"DeleteLeavesTombstone", testDelete},
 		{"TimeoutAndBan", testModeration},
 		{"SlowMode", testSlowMode},
+		{"HeldSenderIsReadAgain", testHeldSenderReadAgain},
+		{"AppendMessagePassesGates", testAppendGates},
+		{"CommandReadWithTheSend", testCommandReadWithTheSend},
 		{"SendLimit", testSendLimit},
 		{"Filters", testFilters},
 		{"Limits", testLimits},
@@ -237,7 +240,7 @@ func testMessagesPaging(t *testing.T, e engine) {
 		}
 	}
 	// Channels are separate logs with their own ids.
-	m := must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "Games", Message: "hi"}))
+	m := must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "Games", Message: "hi"}))
 	if m.Message.ID != 1 || m.Message.Channel != "games" {
 		t.Fatalf("games message = %+v", m.Message)
 	}
@@ -258,7 +261,7 @@ func testSendValidation(t *testing.T, e engine) {
 	en := newEnv(t, e, 1000, true)
 	v := en.users[chat.RoleViewer]
 	for _, text := range []string{"", "   ", strings.Repeat("é", 501)} {
-		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: text})
+		_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: text})
 		ferr := wantKind(t, err, chat.KindInvalid)
 		if ferr.Fields[0].Field != "message" {
 			t.Fatalf("field = %+v", ferr.Fields)
@@ -267,7 +270,7 @@ func testSendValidation(t *testing.T, e engine) {
 	en.send(v, strings.Repeat("é", 500))
 	// A deleted user's token is no longer accepted even by a stale session.
 	must[struct{}](t)(struct{}{}, en.svc.DeleteUser(en.ctx, en.users[chat.RoleBroadcaster], v.ID))
-	_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "hello"})
+	_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "hello"})
 	wantKind(t, err, chat.KindUnauthorized)
 }
 
@@ -299,7 +302,7 @@ func testPermissionMatrix(t *testing.T, e engine) {
 	fresh := func(en *env) chat.User { n++; return en.newUser(fmt.Sprintf("target%d", n), chat.RoleViewer) }
 	ops := []op{
 		{"send", chat.RoleViewer, func(en *env, a chat.User) error {
-			_, err := en.svc.Send(en.ctx, a, chat.SendInput{Message: "hi"})
+			_, err := en.svc.Send(en.ctx, chat.Held(a), chat.SendInput{Message: "hi"})
 			return err
 		}},
 		{"delete message", chat.RoleModerator, func(en *env, a chat.User) error {
@@ -477,7 +480,7 @@ func testModeration(t *testing.T, e engine) {
 	if u.TimedOutUntil == nil || !u.TimedOutUntil.Equal(until) || u.ModReason != "spam" {
 		t.Fatalf("timed out user = %+v", u)
 	}
-	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "let me talk"})
+	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "let me talk"})
 	ferr := wantKind(t, err, chat.KindForbidden)
 	if !ferr.Until.Equal(until) || ferr.Reason != "timed_out" || !strings.Contains(ferr.Message, until.Format(time.RFC3339)) {
 		t.Fatalf("timeout error = %+v", ferr)
@@ -486,7 +489,7 @@ func testModeration(t *testing.T, e engine) {
 	en.send(v, "back")
 
 	must[chat.User](t)(en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{Reason: "again"}))
-	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "hello?"})
+	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "hello?"})
 	ferr = wantKind(t, err, chat.KindForbidden)
 	if ferr.Reason != "banned" || !ferr.Until.IsZero() {
 		t.Fatalf("ban error = %+v", ferr)
@@ -523,14 +526,14 @@ func testSlowMode(t *testing.T, e engine) {
 	}
 	en.send(v, "first")
 	en.clock.Advance(4 * time.Second)
-	_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "second"})
+	_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "second"})
 	ferr := wantKind(t, err, chat.KindSlowMode)
 	if ferr.RetryAfter != 6*time.Second {
 		t.Fatalf("retry after = %v", ferr.RetryAfter)
 	}
 	// Slow mode is per user and per channel; VIPs and up are exempt.
 	en.send(en.users[chat.RoleSubscriber], "me too")
-	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "other", Message: "elsewhere"}))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "other", Message: "elsewhere"}))
 	en.send(vip, "a")
 	en.send(vip, "b")
 	en.clock.Advance(6 * time.Second)
@@ -552,7 +555,7 @@ func testSendLimit(t *testing.T, e engine) {
 		en.send(v, fmt.Sprint("m", i))
 	}
 	for range 2 { // a refused message counts nothing: the wait does not grow
-		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: "too many"})
+		_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "too many"})
 		ferr := wantKind(t, err, chat.KindSlowMode)
 		if ferr.Reason != chat.ReasonSendLimit || ferr.RetryAfter <= 0 || ferr.RetryAfter > 20*time.Second {
 			t.Fatalf("over the limit: %+v", ferr)
@@ -565,7 +568,7 @@ func testSendLimit(t *testing.T, e engine) {
 	for range 3 {
 		en.send(mod, "mod")
 	}
-	_, err := en.svc.Send(en.ctx, mod, chat.SendInput{Message: "mod"})
+	_, err := en.svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Message: "mod"})
 	wantKind(t, err, chat.KindSlowMode)
 	// ...but the broadcaster has none.
 	for range 5 {
@@ -573,7 +576,7 @@ func testSendLimit(t *testing.T, e engine) {
 	}
 	if en.second != nil {
 		// Redis counts on its own clock: another replica sees the same count.
-		_, err := en.second().Send(en.ctx, v, chat.SendInput{Message: "elsewhere"})
+		_, err := en.second().Send(en.ctx, chat.Held(v), chat.SendInput{Message: "elsewhere"})
 		if f := wantKind(t, err, chat.KindSlowMode); f.Reason != chat.ReasonSendLimit {
 			t.Fatalf("second replica: %+v", f)
 		}
@@ -582,15 +585,19 @@ func testSendLimit(t *testing.T, e engine) {
 	// One message comes back every Window/Max.
 	en.clock.Advance(20 * time.Second)
 	en.send(v, "after the wait")
-	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Message: "again"})
+	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "again"})
 	wantKind(t, err, chat.KindSlowMode)
 }
 
 // countFails is a store whose send counter cannot be reached.
 type countFails struct{ chat.Store }
 
-func (countFails) CountSend(context.Context, string, chat.SendLimit, time.Time) (time.Duration, error) {
-	return 0, chat.Unavailable("count send", errors.New("counter down"))
+func (c countFails) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendState {
+	st := c.Store.ReadForSend(ctx, r)
+	if r.CountUser != "" {
+		st.SendWait, st.CountErr = 0, chat.Unavailable("count send", errors.New("counter down"))
+	}
+	return st
 }
 
 // TestSendLimitFailsOpen: when the counter cannot be reached the message
@@ -604,7 +611,7 @@ func TestSendLimitFailsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := svc.Send(context.Background(), v, chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := svc.Send(context.Background(), chat.Held(v), chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
@@ -644,7 +651,7 @@ func testFilters(t *testing.T, e engine) {
 		{"get FREE   V-Bucks", "regex"},
 	}
 	for _, b := range blocked {
-		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: b.text})
+		_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: b.text})
 		ferr := wantKind(t, err, chat.KindBlocked)
 		if ferr.Reason != b.kind {
 			t.Errorf("%q blocked by %s, want %s", b.text, ferr.Reason, b.kind)
@@ -675,7 +682,7 @@ func testFilters(t *testing.T, e engine) {
 	// VIPs may post links; moderators bypass the rest; subscribers do not.
 	en.send(vip, "https://ok.example/clip")
 	en.send(mod, "badword in a quote")
-	_, err := en.svc.Send(en.ctx, sub, chat.SendInput{Message: "https://ok.example/clip"})
+	_, err := en.svc.Send(en.ctx, chat.Held(sub), chat.SendInput{Message: "https://ok.example/clip"})
 	wantKind(t, err, chat.KindBlocked)
 
 	// Validation.
@@ -1055,7 +1062,7 @@ func testTwoInstances(t *testing.T, e engine) {
 		t.Fatalf("other sees %d users", len(us))
 	}
 	m := en.send(v, "from one").Message
-	r := must[chat.SendResult](t)(other.Send(en.ctx, v, chat.SendInput{Message: "!shared"}))
+	r := must[chat.SendResult](t)(other.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "!shared"}))
 	if r.Message.ID != m.ID+1 || r.Reply == nil || r.Reply.Text != "n=1" {
 		t.Fatalf("other send %+v", r)
 	}
@@ -1077,7 +1084,7 @@ func testTwoInstances(t *testing.T, e engine) {
 	}
 	// A ban on one instance stops sends on the other.
 	must[chat.User](t)(other.Ban(en.ctx, mod, u.ID, chat.BanInput{}))
-	_, err = en.svc.Send(en.ctx, u, chat.SendInput{Message: "hi"})
+	_, err = en.svc.Send(en.ctx, chat.Held(u), chat.SendInput{Message: "hi"})
 	wantKind(t, err, chat.KindForbidden)
 }
 
@@ -1123,7 +1130,7 @@ func testConcurrentCreates(t *testing.T, e engine) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := svcs[i%len(svcs)].Send(en.ctx, mod, chat.SendInput{Message: "!race"}); err != nil {
+			if _, err := svcs[i%len(svcs)].Send(en.ctx, chat.Held(mod), chat.SendInput{Message: "!race"}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -1142,7 +1149,7 @@ func testUnavailable(t *testing.T) {
 	srv.Stop()
 	ctx, cancel := context.WithTimeout(en.ctx, 10*time.Second)
 	defer cancel()
-	_, err := en.svc.Send(ctx, v, chat.SendInput{Message: "during"})
+	_, err := en.svc.Send(ctx, chat.Held(v), chat.SendInput{Message: "during"})
 	wantKind(t, err, chat.KindUnavailable)
 	_, err = en.svc.Messages(ctx, nil, "", chat.Page{})
 	wantKind(t, err, chat.KindUnavailable)
@@ -1205,8 +1212,8 @@ func testLimits(t *testing.T, e engine) {
 	// send, a settings change or a moderation announcement, and nothing is
 	// stored in it. The first two keep working.
 	en.send(v, "in general")
-	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "two", Message: "in two"}))
-	_, err = en.svc.Send(en.ctx, v, chat.SendInput{Channel: "three", Message: "in three"})
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "two", Message: "in two"}))
+	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "three", Message: "in three"})
 	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
 	slow := 5
 	_, err = en.svc.UpdateChannel(en.ctx, mod, "three", chat.ChannelPatch{SlowModeSeconds: &slow})
@@ -1219,11 +1226,11 @@ func testLimits(t *testing.T, e engine) {
 	if h := must[chat.Cursor](t)(en.store.Head(en.ctx, "three")); h != (chat.Cursor{}) {
 		t.Fatalf("events stored in a channel past the limit: head %v", h)
 	}
-	must[chat.SendResult](t)(en.svc.Send(en.ctx, v, chat.SendInput{Channel: "two", Message: "still fine"}))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "two", Message: "still fine"}))
 	must[chat.Channel](t)(en.svc.UpdateChannel(en.ctx, mod, "general", chat.ChannelPatch{SlowModeSeconds: &slow}))
 	// A second instance (another replica) sees the same count.
 	if en.second != nil {
-		_, err = en.second().Send(en.ctx, v, chat.SendInput{Channel: "four", Message: "x"})
+		_, err = en.second().Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "four", Message: "x"})
 		wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
 	}
 }
@@ -1272,7 +1279,7 @@ func testLimitsConcurrent(t *testing.T, e engine) {
 		return err
 	})
 	run("channels", func(svc *chat.Service, i int) error {
-		_, err := svc.Send(en.ctx, mod, chat.SendInput{Channel: fmt.Sprintf("ch%d", i), Message: "hi"})
+		_, err := svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Channel: fmt.Sprintf("ch%d", i), Message: "hi"})
 		return err
 	})
 }
@@ -1281,7 +1288,7 @@ func testSendRefusesControls(t *testing.T, e engine) {
 	en := newEnv(t, e, 1000, true)
 	v := en.users[chat.RoleViewer]
 	for _, text := range []string{"nul\x00", "bell\a", "esc\x1b[2J", "del\x7f", "rlo\u202etxt.exe", "\u200b\u200b", "\u3164", "\u2800\uffa0", "\u0301"} {
-		_, err := en.svc.Send(en.ctx, v, chat.SendInput{Message: text})
+		_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: text})
 		ferr := wantKind(t, err, chat.KindInvalid)
 		if ferr.Fields[0].Field != "message" {
 			t.Fatalf("%q: field = %+v", text, ferr.Fields)

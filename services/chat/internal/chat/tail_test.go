@@ -114,7 +114,7 @@ func TestRedisTailSurvivesRestart(t *testing.T) {
 		// connection; a 503 is then the right answer, and nothing was stored.
 		var err error
 		for attempt := 0; attempt < 20; attempt++ {
-			if _, err = en.svc.Send(ctx, v, chat.SendInput{Message: fmt.Sprint("m", i)}); chat.KindOf(err) != chat.KindUnavailable {
+			if _, err = en.svc.Send(ctx, chat.Held(v), chat.SendInput{Message: fmt.Sprint("m", i)}); chat.KindOf(err) != chat.KindUnavailable {
 				break
 			}
 		}

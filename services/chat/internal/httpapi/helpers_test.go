@@ -64,6 +64,10 @@ type stackOptions struct {
 	sendLimit   chat.SendLimit
 	prefix      string // Redis key prefix; empty for a fresh one
 	clock       *clock
+	// storeHook, with a Redis engine, gives the store a client of its own
+	// with this hook (the HTTP server keeps the shared one), so a test sees
+	// exactly the engine's commands.
+	storeHook redis.Hook
 }
 
 // stack is one chat service instance: the library server with the API
@@ -100,7 +104,15 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 		if prefix == "" {
 			prefix = fmt.Sprintf("t%d:", prefixSeq.Add(1))
 		}
-		store = redisstore.New(rdb, redisstore.Options{Prefix: prefix})
+		storeClient := rdb
+		if o.storeHook != nil {
+			if storeClient, err = redisconn.Open(e.redis.URL()); err != nil {
+				t.Fatal(err)
+			}
+			storeClient.AddHook(o.storeHook)
+			t.Cleanup(func() { _ = storeClient.Close() })
+		}
+		store = redisstore.New(storeClient, redisstore.Options{Prefix: prefix})
 	} else {
 		store = memory.New(chat.DefaultHistory)
 	}

@@ -91,7 +91,9 @@ func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (SentMessage,
 	if err != nil {
 		return SentMessage{}, err
 	}
-	res, err := a.svc.Send(c.Request.Context(), actor, chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
+	// The actor was read by this request's authentication: Send need not
+	// read it again (chat.Fresh).
+	res, err := a.svc.Send(c.Request.Context(), chat.Fresh(actor), chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
 	if err != nil {
 		return SentMessage{}, StatusError(err, inBody)
 	}

@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,9 +136,17 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 }
 
 // AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(_ context.Context, m chat.Message) (chat.Message, error) {
+func (s *Store) AppendMessage(_ context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, g := range gates {
+		if g.Channel != m.Channel {
+			return chat.Message{}, fmt.Errorf("append message: gates must be in the message's channel (%s, not %s)", m.Channel, g.Channel)
+		}
+	}
+	if wait := s.passGates(m.CreatedAt, gates); wait > 0 {
+		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: wait, Message: "a gate is closed"}
+	}
 	c := s.channel(m.Channel)
 	ev := s.append(c, chat.Event{Type: chat.EventMessage, Channel: m.Channel, Message: &m})
 	return *ev.Message, nil
@@ -467,6 +476,11 @@ func (s *Store) CreateCommand(_ context.Context, c chat.Command, max int) error 
 func (s *Store) Command(_ context.Context, trigger string) (chat.Command, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.command(trigger)
+}
+
+// command finds a command by trigger; the caller holds s.mu.
+func (s *Store) command(trigger string) (chat.Command, error) {
 	name, ok := s.triggers[trigger]
 	if !ok {
 		return chat.Command{}, chat.NotFound("command")
@@ -585,15 +599,45 @@ func (s *Store) DeleteFilter(_ context.Context, id string) error {
 	return nil
 }
 
-// CountSend implements chat.Store with GCRA, as redis_rate computes it
-// in Redis: each message moves the user's arrival time on by
-// Window/Max; a message may go while that time is at most Window ahead.
-func (s *Store) CountSend(_ context.Context, user string, l chat.SendLimit, now time.Time) (time.Duration, error) {
+// ReadForSend implements chat.Store: what a send reads, under one lock.
+func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st chat.SendState
+	if r.User != "" {
+		u, ok := s.users[r.User]
+		if ok {
+			st.User = u
+		} else {
+			st.UserErr = chat.NotFound("user")
+		}
+	}
+	st.Filters = make([]chat.Filter, 0, len(s.filters))
+	for _, f := range s.filters {
+		st.Filters = append(st.Filters, f)
+	}
+	if r.Channel != "" {
+		st.Channel = chat.Channel{Name: r.Channel}
+		if c, ok := s.channels[r.Channel]; ok {
+			st.Channel = c.settings
+		}
+	}
+	if r.CountUser != "" {
+		st.SendWait, st.CountErr = s.countSend(r.CountUser, r.Limit, r.Now)
+	}
+	if r.Trigger != "" {
+		st.Command, st.CommandErr = s.command(r.Trigger)
+	}
+	return st
+}
+
+// countSend counts with GCRA, as redis_rate computes it in Redis: each
+// message moves the user's arrival time on by Window/Max; a message may go
+// while that time is at most Window ahead. The caller holds s.mu.
+func (s *Store) countSend(user string, l chat.SendLimit, now time.Time) (time.Duration, error) {
 	if err := l.Validate(); err != nil || l.Off() {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	tat := s.sends[user]
 	if tat.Before(now) {
 		tat = now
@@ -620,6 +664,11 @@ func (s *Store) CountSend(_ context.Context, user string, l chat.SendLimit, now 
 func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.passGates(now, gates), nil
+}
+
+// passGates passes every gate or none (Acquire); the caller holds s.mu.
+func (s *Store) passGates(now time.Time, gates []chat.Gate) time.Duration {
 	var wait time.Duration
 	for _, g := range gates {
 		if until, ok := s.gates[g.Channel+"\x00"+g.Key]; ok {
@@ -627,7 +676,7 @@ func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (t
 		}
 	}
 	if wait > 0 {
-		return wait, nil
+		return wait
 	}
 	for _, g := range gates {
 		s.gates[g.Channel+"\x00"+g.Key] = now.Add(g.For)
@@ -640,7 +689,7 @@ func (s *Store) Acquire(_ context.Context, now time.Time, gates ...chat.Gate) (t
 			}
 		}
 	}
-	return 0, nil
+	return 0
 }
 
 // Ping implements chat.Store.

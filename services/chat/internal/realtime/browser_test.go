@@ -37,7 +37,7 @@ func TestBrowserPagesOnTwoReplicasExchangeMessages(t *testing.T) {
 	a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL(), publicRead: true, register: withAPI(t),
 		opts: realtime.Options{PresenceDebounce: 50 * time.Millisecond}})
 	ctx := context.Background()
-	if _, err := a.svc.Send(ctx, a.admin, chat.SendInput{Message: "from before the pages opened"}); err != nil {
+	if _, err := a.svc.Send(ctx, chat.Held(a.admin), chat.SendInput{Message: "from before the pages opened"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.svc.CreateCommand(ctx, a.admin, chat.CommandInput{Command: "!so", Response: "go follow ${touser}!"}); err != nil {
@@ -125,7 +125,7 @@ func TestBrowserReconnectsWithSinceAfterADrop(t *testing.T) {
 	}
 	waitJS(t, tab, `document.querySelector('#status').textContent === 'live'`)
 	ctx := context.Background()
-	if _, err := r.svc.Send(ctx, r.admin, chat.SendInput{Message: "one"}); err != nil {
+	if _, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Message: "one"}); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, tab, `document.querySelectorAll('#messages li').length === 1`)
@@ -134,7 +134,7 @@ func TestBrowserReconnectsWithSinceAfterADrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"two", "three"} {
-		if _, err := r.svc.Send(ctx, r.admin, chat.SendInput{Message: text}); err != nil {
+		if _, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Message: text}); err != nil {
 			t.Fatal(err)
 		}
 	}

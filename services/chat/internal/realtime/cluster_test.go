@@ -36,7 +36,7 @@ func TestRedisCluster(t *testing.T) {
 		}
 		for i := 0; i < channels; i++ {
 			for k := 0; k < 3; k++ {
-				if _, err := a.svc.Send(context.Background(), a.admin, chat.SendInput{Channel: fmt.Sprintf("s%d", i), Message: fmt.Sprint(k)}); err != nil {
+				if _, err := a.svc.Send(context.Background(), chat.Held(a.admin), chat.SendInput{Channel: fmt.Sprintf("s%d", i), Message: fmt.Sprint(k)}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -570,7 +570,9 @@ func (c *conn) run(f clientFrame) any {
 		return errorFor(f.ID, &chat.Error{Kind: chat.KindUnauthorized,
 			Message: "sending needs a token: send an auth frame or connect with an Authorization header"})
 	}
-	res, err := c.hub.svc.Send(ctx, *u, chat.SendInput{Channel: c.channel, Message: f.Message})
+	// The socket holds its user since it authenticated: Send reads it
+	// again, so a ban or a deletion since applies (chat.Held).
+	res, err := c.hub.svc.Send(ctx, chat.Held(*u), chat.SendInput{Channel: c.channel, Message: f.Message})
 	if err != nil {
 		e := errorFor(f.ID, err)
 		c.hub.metrics.sendErrors.WithLabelValues(e.Code).Inc()

@@ -39,7 +39,7 @@ func TestManyChannelsShareOneFeedConnection(t *testing.T) {
 		subs[i].hello()
 	}
 	for i := 0; i < channels; i++ {
-		if _, err := a.svc.Send(ctx, a.admin, chat.SendInput{Channel: fmt.Sprintf("c%d", i), Message: fmt.Sprint("to ", i)}); err != nil {
+		if _, err := a.svc.Send(ctx, chat.Held(a.admin), chat.SendInput{Channel: fmt.Sprintf("c%d", i), Message: fmt.Sprint("to ", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -61,7 +61,7 @@ func TestOneAddressMeetsItsLimitsAndSlowsNobody(t *testing.T) {
 	const total = 200
 	go func() {
 		for i := 1; i <= total; i++ {
-			if _, err := r.svc.Send(ctx, r.admin, chat.SendInput{Channel: "busy", Message: fmt.Sprint("m", i)}); err != nil {
+			if _, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Channel: "busy", Message: fmt.Sprint("m", i)}); err != nil {
 				sent <- fmt.Errorf("send %d: %w", i, err)
 				return
 			}

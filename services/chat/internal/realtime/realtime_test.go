@@ -33,7 +33,7 @@ func TestHelloWithoutSinceIsNotRecoveredAndStartsAtHead(t *testing.T) {
 	r := startReplica(t, replicaConfig{publicRead: true}, testPrefix())
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
-		if _, err := r.svc.Send(ctx, r.admin, chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +43,7 @@ func TestHelloWithoutSinceIsNotRecoveredAndStartsAtHead(t *testing.T) {
 		t.Fatalf("hello = %+v", h)
 	}
 	c.waitPresence(1)
-	if _, err := r.svc.Send(ctx, r.admin, chat.SendInput{Message: "m4"}); err != nil {
+	if _, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Message: "m4"}); err != nil {
 		t.Fatal(err)
 	}
 	ms := c.messages(1)
@@ -262,7 +262,7 @@ func testRecoveryAfterClientDrop(t *testing.T, a, b *replica) {
 	c := dial(t, a.base, "channel=room1", nil)
 	c.hello()
 	for i := 1; i <= 5; i++ {
-		if _, err := a.svc.Send(ctx, a.admin, chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := a.svc.Send(ctx, chat.Held(a.admin), chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -270,7 +270,7 @@ func testRecoveryAfterClientDrop(t *testing.T, a, b *replica) {
 	last := got[4].ID
 	c.ws.CloseNow()
 	for i := 6; i <= 12; i++ {
-		if _, err := b.svc.Send(ctx, b.admin, chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := b.svc.Send(ctx, chat.Held(b.admin), chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -286,7 +286,7 @@ func testRecoveryAfterClientDrop(t *testing.T, a, b *replica) {
 	// Live sends race with the replay on purpose.
 	go func() {
 		for i := 13; i <= 20; i++ {
-			_, _ = a.svc.Send(ctx, a.admin, chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)})
+			_, _ = a.svc.Send(ctx, chat.Held(a.admin), chat.SendInput{Channel: "room1", Message: fmt.Sprint("m", i)})
 		}
 	}()
 	var ids []int64
@@ -335,7 +335,7 @@ func TestRecoveryFromOutsideTheWindowSaysReload(t *testing.T) {
 			}
 			r := startReplica(t, cfg, testPrefix())
 			for i := 1; i <= 12; i++ {
-				if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
+				if _, err := r.svc.Send(context.Background(), chat.Held(r.admin), chat.SendInput{Message: fmt.Sprint("m", i)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -422,7 +422,7 @@ func TestRecoveryAfterReplicaRestart(t *testing.T) {
 	c := dial(t, a.base, "channel=rr", nil)
 	c.hello()
 	for i := 1; i <= 3; i++ {
-		if _, err := b.svc.Send(ctx, b.admin, chat.SendInput{Channel: "rr", Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := b.svc.Send(ctx, chat.Held(b.admin), chat.SendInput{Channel: "rr", Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,7 +432,7 @@ func TestRecoveryAfterReplicaRestart(t *testing.T) {
 		t.Fatalf("close %d, want 1001", code)
 	}
 	for i := 4; i <= 9; i++ {
-		if _, err := b.svc.Send(ctx, b.admin, chat.SendInput{Channel: "rr", Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := b.svc.Send(ctx, chat.Held(b.admin), chat.SendInput{Channel: "rr", Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -594,7 +594,7 @@ func TestReaderThatLosesItsPlaceResyncsSubscribers(t *testing.T) {
 	c := dial(t, r.base, "channel=reset", nil)
 	c.hello()
 	for i := 1; i <= 3; i++ {
-		if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "reset", Message: fmt.Sprint("m", i)}); err != nil {
+		if _, err := r.svc.Send(context.Background(), chat.Held(r.admin), chat.SendInput{Channel: "reset", Message: fmt.Sprint("m", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -614,7 +614,7 @@ func TestReaderThatLosesItsPlaceResyncsSubscribers(t *testing.T) {
 	if _, err := r.svc.Bootstrap(context.Background(), adminToken); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "reset", Message: "after the reset"}); err != nil {
+	if _, err := r.svc.Send(context.Background(), chat.Held(r.admin), chat.SendInput{Channel: "reset", Message: "after the reset"}); err != nil {
 		t.Fatal(err)
 	}
 	if code := c.waitClosed(); code != realtime.CloseResync {

@@ -54,7 +54,7 @@ func testRevocations(t *testing.T, a, b *replica) {
 			t.Fatalf("banned user's socket closed with %d, want %d", code, realtime.CloseUserBanned)
 		}
 	}
-	if _, err := a.svc.Send(ctx, a.admin, chat.SendInput{Message: "still here"}); err != nil {
+	if _, err := a.svc.Send(ctx, chat.Held(a.admin), chat.SendInput{Message: "still here"}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -152,7 +152,7 @@ func TestRevocationMissedWhileFeedDownIsRechecked(t *testing.T) {
 	if code := bobWS.waitClosed(); code != realtime.CloseUserBanned {
 		t.Fatalf("banned user's socket closed with %d, want %d", code, realtime.CloseUserBanned)
 	}
-	if _, err := b.svc.Send(ctx, b.admin, chat.SendInput{Message: "still here"}); err != nil {
+	if _, err := b.svc.Send(ctx, chat.Held(b.admin), chat.SendInput{Message: "still here"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*client{carol, daveWS} {

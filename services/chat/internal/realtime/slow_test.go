@@ -31,7 +31,7 @@ func TestSlowConsumerIsDroppedWithoutSlowingOthers(t *testing.T) {
 	var ms []chat.Message
 	for len(ms) < n {
 		for i := 0; i < 50; i++ {
-			if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "slow", Message: text}); err != nil {
+			if _, err := r.svc.Send(context.Background(), chat.Held(r.admin), chat.SendInput{Channel: "slow", Message: text}); err != nil {
 				t.Fatal(err)
 			}
 		}

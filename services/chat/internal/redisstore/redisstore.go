@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/redisconn"
@@ -93,7 +92,7 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 //	<prefix>{commands}:<what>   commands: all, triggers, counts
 //	<prefix>{filters}:<what>    filters: all, seq
 //	rate:<prefix>sendlimit:<id> a user's send limit (redis_rate's one-key
-//	                            GCRA script; no tag needed)
+//	                            GCRA script, countSend; no tag needed)
 //
 // Channels spread over the cluster by name; users, commands and filters
 // each sit in one slot (they are read on every send but are small and
@@ -118,6 +117,21 @@ func fail(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	return chat.Unavailable(op, err)
+}
+
+// failPipeline is fail for a command of ReadForSend's pipeline, which
+// writes nothing: a deadline there means the store did not answer in time,
+// which the caller is told as Unavailable (503, try again), not as an
+// internal error. go-redis retries a pipeline whose connection broke for
+// longer than a single command (with Redis down, until the deadline rather
+// than the ~1.7 s after which a command reports the refused dial), and may
+// report "context deadline exceeded" before the deadline when the next
+// backoff would pass it. Cancellation is the caller's and stays itself.
+func failPipeline(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return chat.Unavailable(op, err)
+	}
+	return fail(op, err)
 }
 
 // scriptStatus maps the error replies our scripts use to domain errors.
@@ -175,21 +189,36 @@ func decode(channel string, x redis.XMessage) (chat.Event, error) {
 	return ev, nil
 }
 
-// AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(ctx context.Context, m chat.Message) (chat.Message, error) {
+// AppendMessage implements chat.Store: the gates and the append are one
+// script (all keys in the channel's slot), so slow mode costs no round trip
+// of its own.
+func (s *Store) AppendMessage(ctx context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
 	m.ID = 0
 	data, err := json.Marshal(chat.Event{Type: chat.EventMessage, Message: &m})
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("encode message: %w", err)
 	}
 	ch := m.Channel
-	id, err := appendMessage.Run(ctx, s.rdb,
-		[]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")},
-		s.history, data, s.ck(ch, "live")).Int64()
+	keys := []string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+	args := []any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli()}
+	gkeys, gargs, err := s.gateArgs(gates)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	if len(gkeys) > 0 && gates[0].Channel != ch {
+		return chat.Message{}, fmt.Errorf("append message: gates must be in the message's channel (%s, not %s)", ch, gates[0].Channel)
+	}
+	res, err := appendMessage.Run(ctx, s.rdb, append(keys, gkeys...), append(args, gargs...)...).Int64Slice()
 	if err != nil {
 		return chat.Message{}, fail("append message", err)
 	}
-	m.ID = id
+	if len(res) != 2 {
+		return chat.Message{}, fail("append message", fmt.Errorf("unexpected reply %v", res))
+	}
+	if res[1] > 0 {
+		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: time.Duration(res[1]) * time.Millisecond, Message: "a gate is closed"}
+	}
+	m.ID = res[0]
 	return m, nil
 }
 
@@ -488,17 +517,19 @@ func (s *Store) User(ctx context.Context, id string) (chat.User, error) {
 	return parseUser(m)
 }
 
-// UserByTokenHash implements chat.Store. The hash is the lookup key, so no
-// stored secret is compared here.
+// UserByTokenHash implements chat.Store in one round trip (a script: the
+// user's key is known only once the token index is read). The hash is the
+// lookup key, so no stored secret is compared here.
 func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, error) {
-	id, err := s.rdb.HGet(ctx, s.uk("tokens"), hash).Result()
-	if errors.Is(err, redis.Nil) {
-		return chat.User{}, chat.NotFound("user")
-	}
+	fields, err := userByToken.Run(ctx, s.rdb, []string{s.uk("tokens")}, hash, s.userKey("")).StringSlice()
 	if err != nil {
 		return chat.User{}, fail("read token", err)
 	}
-	return s.User(ctx, id)
+	m := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		m[fields[i]] = fields[i+1]
+	}
+	return parseUser(m)
 }
 
 // UsersByID returns the users among ids that exist, in one pipelined round
@@ -684,32 +715,26 @@ func (s *Store) CreateCommand(ctx context.Context, c chat.Command, max int) erro
 	return nil
 }
 
-// Command implements chat.Store.
+// Command implements chat.Store in one round trip (a script: the name is
+// known only once the trigger index is read).
 func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, error) {
-	name, err := s.rdb.HGet(ctx, s.cmdk("triggers"), trigger).Result()
-	if errors.Is(err, redis.Nil) {
-		return chat.Command{}, chat.NotFound("command")
-	}
+	res, err := commandByTrigger.Run(ctx, s.rdb, s.commandKeys(), trigger).StringSlice()
 	if err != nil {
 		return chat.Command{}, fail("read command", err)
 	}
-	var raw, count *redis.StringCmd
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		raw = p.HGet(ctx, s.cmdk("all"), name)
-		count = p.HGet(ctx, s.cmdk("counts"), name)
-		return nil
-	})
-	if errors.Is(raw.Err(), redis.Nil) {
+	return decodeCommand(trigger, res)
+}
+
+// decodeCommand reads commandByTrigger's answer.
+func decodeCommand(trigger string, res []string) (chat.Command, error) {
+	if len(res) != 2 {
 		return chat.Command{}, chat.NotFound("command")
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return chat.Command{}, fail("read command", err)
-	}
 	var c chat.Command
-	if err := json.Unmarshal([]byte(raw.Val()), &c); err != nil {
-		return chat.Command{}, fmt.Errorf("decode command %s: %w", name, err)
+	if err := json.Unmarshal([]byte(res[0]), &c); err != nil {
+		return chat.Command{}, fmt.Errorf("decode command %s: %w", trigger, err)
 	}
-	c.Count, _ = strconv.ParseInt(count.Val(), 10, 64)
+	c.Count, _ = strconv.ParseInt(res[1], 10, 64)
 	return c, nil
 }
 
@@ -802,6 +827,10 @@ func (s *Store) Filters(ctx context.Context) ([]chat.Filter, error) {
 	if err != nil {
 		return nil, fail("list filters", err)
 	}
+	return decodeFilters(m)
+}
+
+func decodeFilters(m map[string]string) ([]chat.Filter, error) {
 	out := make([]chat.Filter, 0, len(m))
 	for id, data := range m {
 		var f chat.Filter
@@ -833,42 +862,144 @@ func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) 
 	if len(gates) == 0 {
 		return 0, nil
 	}
-	keys := make([]string, len(gates))
-	args := []any{now.UnixMilli()}
-	for i, g := range gates {
-		if g.Channel != gates[0].Channel {
-			// One script, one slot: a channel's gates pass together.
-			return 0, fmt.Errorf("acquire gates: all gates must be in one channel (%s and %s)", gates[0].Channel, g.Channel)
-		}
-		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
-		args = append(args, g.For.Milliseconds())
+	keys, durations, err := s.gateArgs(gates)
+	if err != nil {
+		return 0, err
 	}
-	ms, err := acquire.Run(ctx, s.rdb, keys, args...).Int64()
+	ms, err := acquire.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, durations...)...).Int64()
 	if err != nil {
 		return 0, fail("acquire gate", err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// CountSend implements chat.Store with go-redis/redis_rate's GCRA script,
-// on the Redis server's clock, so every replica counts a user together
-// whatever its own clock says (now is not used). The key is
-// "rate:<prefix>sendlimit:<user>", the one the HTTP layer's limiter used
-// before the limit moved into the domain, so a rolling upgrade keeps counts.
-// One key per call, so it needs no hash tag on a Cluster.
-func (s *Store) CountSend(ctx context.Context, user string, l chat.SendLimit, _ time.Time) (time.Duration, error) {
-	if err := l.Validate(); err != nil || l.Off() {
-		return 0, err
+// gateArgs are the keys and durations (ms) of gates for passGates.
+func (s *Store) gateArgs(gates []chat.Gate) ([]string, []any, error) {
+	keys := make([]string, len(gates))
+	durations := make([]any, len(gates))
+	for i, g := range gates {
+		if g.Channel != gates[0].Channel {
+			// One script, one slot: a channel's gates pass together.
+			return nil, nil, fmt.Errorf("acquire gates: all gates must be in one channel (%s and %s)", gates[0].Channel, g.Channel)
+		}
+		keys[i] = s.ck(g.Channel, "gate:"+g.Key)
+		durations[i] = g.For.Milliseconds()
 	}
-	res, err := redis_rate.NewLimiter(s.rdb).Allow(ctx, s.prefix+"sendlimit:"+user,
-		redis_rate.Limit{Rate: l.Max, Burst: l.Max, Period: l.Window})
+	return keys, durations, nil
+}
+
+// ---- sends ----
+
+// ReadForSend implements chat.Store with one pipeline: the user, the
+// filters, the channel's settings, the send-limit count and the command are
+// independent, so they go to Redis together (on a Cluster, go-redis sends
+// each node its part at once). Only the first send after Redis lost its
+// scripts pays one more round trip per script (the count, the command).
+func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendState {
+	var (
+		st       chat.SendState
+		user     *redis.MapStringStringCmd
+		filters  *redis.MapStringStringCmd
+		settings *redis.StringCmd
+		count    *redis.Cmd
+		command  *redis.Cmd
+	)
+	countKeys, countArgs, countErr := s.countArgs(r)
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if r.User != "" {
+			user = p.HGetAll(ctx, s.userKey(r.User))
+		}
+		filters = p.HGetAll(ctx, s.fk("all"))
+		if r.Channel != "" {
+			settings = p.HGet(ctx, s.ck(r.Channel, "settings"), "slow_mode_seconds")
+		}
+		if countKeys != nil {
+			count = countSend.EvalSha(ctx, p, countKeys, countArgs...)
+		}
+		if r.Trigger != "" {
+			command = commandByTrigger.EvalSha(ctx, p, s.commandKeys(), r.Trigger)
+		}
+		return nil
+	})
+	if user != nil {
+		if err := user.Err(); err != nil {
+			st.UserErr = failPipeline("read user", err)
+		} else {
+			st.User, st.UserErr = parseUser(user.Val())
+		}
+	}
+	if err := filters.Err(); err != nil {
+		st.FiltersErr = failPipeline("list filters", err)
+	} else {
+		st.Filters, st.FiltersErr = decodeFilters(filters.Val())
+	}
+	if settings != nil {
+		st.Channel = chat.Channel{Name: r.Channel}
+		v, err := settings.Int()
+		switch {
+		case err == nil:
+			st.Channel.SlowModeSeconds = v
+		case !errors.Is(err, redis.Nil):
+			st.ChannelErr = failPipeline("read channel", err)
+		}
+	}
+	switch {
+	case countErr != nil:
+		st.CountErr = countErr
+	case count != nil:
+		if redis.HasErrorPrefix(count.Err(), "NOSCRIPT") {
+			count = countSend.Eval(ctx, s.rdb, countKeys, countArgs...) // EVAL also caches it
+		}
+		st.SendWait, st.CountErr = sendWait(count)
+	}
+	if command != nil {
+		if redis.HasErrorPrefix(command.Err(), "NOSCRIPT") {
+			command = commandByTrigger.Eval(ctx, s.rdb, s.commandKeys(), r.Trigger)
+		}
+		if res, err := command.StringSlice(); err != nil {
+			st.CommandErr = failPipeline("read command", err)
+		} else {
+			st.Command, st.CommandErr = decodeCommand(r.Trigger, res)
+		}
+	}
+	return st
+}
+
+// countArgs are the keys and arguments of the countSend script for r, or
+// no keys when r counts nothing. The key is "rate:<prefix>sendlimit:<user>",
+// the one redis_rate (which the HTTP layer's limiter used before the limit
+// moved into the domain) gives, so a rolling upgrade keeps counts. One key
+// per script, so it needs no hash tag on a Cluster.
+func (s *Store) countArgs(r chat.SendReads) ([]string, []any, error) {
+	if r.CountUser == "" || r.Limit.Off() {
+		return nil, nil, nil
+	}
+	if err := r.Limit.Validate(); err != nil {
+		return nil, nil, err
+	}
+	return []string{"rate:" + s.prefix + "sendlimit:" + r.CountUser},
+		[]any{r.Limit.Max, r.Limit.Max, r.Limit.Window.Seconds(), 1}, nil
+}
+
+// sendWait reads countSend's answer: 0 when the message may go, else the
+// wait (at least a nanosecond).
+func sendWait(c *redis.Cmd) (time.Duration, error) {
+	vals, err := c.Slice()
 	if err != nil {
-		return 0, fail("count send", err)
+		return 0, failPipeline("count send", err)
 	}
-	if res.Allowed > 0 {
+	if len(vals) != 4 {
+		return 0, fail("count send", fmt.Errorf("unexpected reply %v", vals))
+	}
+	if allowed, _ := vals[0].(int64); allowed > 0 {
 		return 0, nil
 	}
-	return max(res.RetryAfter, time.Nanosecond), nil
+	retry, _ := vals[2].(string)
+	secs, err := strconv.ParseFloat(retry, 64)
+	if err != nil {
+		return 0, fail("count send", fmt.Errorf("retry after %q: %w", retry, err))
+	}
+	return max(time.Duration(secs*float64(time.Second)), time.Nanosecond), nil
 }
 
 // Ping implements chat.Store.

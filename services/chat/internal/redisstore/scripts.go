@@ -12,9 +12,15 @@ import "github.com/redis/go-redis/v9"
 // events that followed <cut>, so a reader whose cursor is <cut> or later
 // lost nothing, which is what the trim mark records.
 // The entry is then announced on the channel's live Pub/Sub channel (see
-// liveNotice).
-// KEYS: seq, log, trim, deleted. ARGV: history, event json, live channel.
+// liveNotice). Gates (slow mode) are passed first, in the same step
+// (passGates): a closed one stores nothing.
+// KEYS: seq, log, trim, deleted, then gates. ARGV: history, event json,
+// live channel, now ms, then one duration ms per gate. Returns {id, 0}, or
+// {0, wait ms} when a gate is closed.
 var appendMessage = redis.NewScript(`
+local first, darg, now = 5, 5, tonumber(ARGV[4])
+` + passGates + `
+if wait > 0 then return {0, wait} end
 local id = redis.call('INCR', KEYS[1])
 local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local prev = '0-0'
@@ -31,7 +37,7 @@ if cut > 0 then
   end
 end
 redis.call('PUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
-return id
+return {id, 0}
 `)
 
 // liveNotice is the Lua that appends an event after the channel's last
@@ -223,27 +229,36 @@ redis.call('HSET', KEYS[1], id, ARGV[1])
 return id
 `)
 
-// acquire passes all gates or none. A gate's value is the unix ms until
-// which it is closed, compared with the caller's clock (so tests can step
-// time); PX only lets Redis forget it afterwards. This is SET NX PX with the
-// clock made explicit. KEYS: gates. ARGV: now ms, then one duration ms per
-// gate. Returns the wait in ms (0: passed).
-var acquire = redis.NewScript(`
-local now = tonumber(ARGV[1])
+// passGates is the Lua that passes all gates or none. A gate's value is
+// the unix ms until which it is closed, compared with the caller's clock
+// (so tests can step time); PX only lets Redis forget it afterwards. This
+// is SET NX PX with the clock made explicit. Expects locals first (the
+// index of the first gate in KEYS; the gates run to the end of KEYS), darg
+// (the ARGV index of its duration ms) and now (ms); leaves wait, the
+// longest wait in ms (0: every gate passed and is closed now).
+const passGates = `
 local wait = 0
-for i, k in ipairs(KEYS) do
-  local v = redis.call('GET', k)
+for i = first, #KEYS do
+  local v = redis.call('GET', KEYS[i])
   if v then
     local r = tonumber(v) - now
     if r > wait then wait = r end
   end
 end
-if wait > 0 then return wait end
-for i, k in ipairs(KEYS) do
-  local d = tonumber(ARGV[i + 1])
-  if d > 0 then redis.call('SET', k, tostring(now + d), 'PX', d) end
+if wait == 0 then
+  for i = first, #KEYS do
+    local d = tonumber(ARGV[darg + i - first])
+    if d > 0 then redis.call('SET', KEYS[i], tostring(now + d), 'PX', d) end
+  end
 end
-return 0
+`
+
+// acquire passes all gates or none (passGates). KEYS: gates. ARGV: now
+// ms, then one duration ms per gate. Returns the wait in ms (0: passed).
+var acquire = redis.NewScript(`
+local first, darg, now = 1, 2, tonumber(ARGV[1])
+` + passGates + `
+return wait
 `)
 
 // claimChannel adds a channel to the set of channels unless the set holds
@@ -255,4 +270,71 @@ local max = tonumber(ARGV[2])
 if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
 redis.call('SADD', KEYS[1], ARGV[1])
 return 1
+`)
+
+// userByToken finds a token's user in one round trip: the token index and
+// the user share the {users} slot, so the user key, which only the index
+// names, is in the script's slot on a Cluster too. KEYS: tokens. ARGV:
+// token hash, user key prefix. Returns the user's fields, or an empty
+// array for an unknown token.
+var userByToken = redis.NewScript(`
+local id = redis.call('HGET', KEYS[1], ARGV[1])
+if not id then return {} end
+return redis.call('HGETALL', ARGV[2] .. id)
+`)
+
+// commandByTrigger finds a command by name or alias, with its count, in
+// one round trip. KEYS: commands, triggers, counts. ARGV: trigger.
+// Returns {json, count} or an empty array.
+var commandByTrigger = redis.NewScript(`
+local name = redis.call('HGET', KEYS[2], ARGV[1])
+if not name then return {} end
+local raw = redis.call('HGET', KEYS[1], name)
+if not raw then return {} end
+return {raw, redis.call('HGET', KEYS[3], name) or '0'}
+`)
+
+// countSend is go-redis/redis_rate's GCRA script (allowN, BSD-2-Clause,
+// Copyright (c) 2017 Pavel Pravosud, from rwz/redis-gcra), on the Redis
+// server's clock so every replica counts a user together. Copied, with the
+// same key and arguments, so that it can go into ReadForSend's pipeline
+// (redis_rate runs it on its own round trip) and counts kept by earlier
+// versions stay valid. KEYS: the user's key. ARGV: burst, rate, period
+// (seconds), cost. Returns {allowed, remaining, retry_after (s), reset_after (s)}.
+var countSend = redis.NewScript(`
+redis.replicate_commands()
+local rate_limit_key = KEYS[1]
+local burst = ARGV[1]
+local rate = ARGV[2]
+local period = ARGV[3]
+local cost = tonumber(ARGV[4])
+local emission_interval = period / rate
+local increment = emission_interval * cost
+local burst_offset = emission_interval * burst
+-- seconds since 2017-01-01 keep the float's precision (good until 2048)
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = redis.call("GET", rate_limit_key)
+if not tat then
+  tat = now
+else
+  tat = tonumber(tat)
+end
+tat = math.max(tat, now)
+local new_tat = tat + increment
+local allow_at = new_tat - burst_offset
+local diff = now - allow_at
+local remaining = diff / emission_interval
+if remaining < 0 then
+  local reset_after = tat - now
+  local retry_after = diff * -1
+  return {0, 0, tostring(retry_after), tostring(reset_after)}
+end
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
+end
+local retry_after = -1
+return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `)
