@@ -45,7 +45,7 @@ func TestOneWriterIsNotHeldUpByStuckPeers(t *testing.T) {
 	next := int64(1)
 	for burst := 0; burst < 400; burst++ {
 		for i := 0; i < 50; i++ {
-			if _, err := r.svc.Send(context.Background(), r.admin, chat.SendInput{Channel: "pool", Message: text}); err != nil {
+			if _, err := r.svc.Send(context.Background(), chat.Held(r.admin), chat.SendInput{Channel: "pool", Message: text}); err != nil {
 				t.Fatal(err)
 			}
 		}
