@@ -2,35 +2,111 @@ package httpapi
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sync"
 	"testing"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // BenchmarkExplicitJSON is one /{ip}/json/ request through the whole server (library
 // middleware included) on the embedded sample, with random public IPv4 addresses so the
-// answer cache mostly misses, as in the load benchmark.
+// answer cache mostly misses, as in the load benchmark. With GEOIP_BENCH_DB naming a BIN
+// (the full DB-IP one of bench/scripts/geoip-http.sh) it runs on that file too.
 func BenchmarkExplicitJSON(b *testing.B) {
-	for _, cache := range []int{-1, 1 << 16} {
-		b.Run(fmt.Sprintf("cache=%d", cache), func(b *testing.B) {
-			s := newTestServer(b, embeddedSample(b), withOptions(func(o *Options) { o.CacheSize = cache }))
-			r := rand.New(rand.NewPCG(1, 2))
-			paths := make([]string, 4096)
-			for i := range paths {
-				paths[i] = fmt.Sprintf("/%d.%d.%d.%d/json/", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
-			}
-			h := s.srv.Handler()
-			s.get("/8.8.8.8/json/") // loads the time zone polygons, once per process
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, paths[i%len(paths)], nil)
-				req.RemoteAddr = "127.0.0.1:1"
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				i++
-			}
-		})
+	dbs := []struct {
+		name string
+		db   func(testing.TB) DB
+	}{{"sample", func(tb testing.TB) DB { return embeddedSample(tb) }}}
+	if path := os.Getenv("GEOIP_BENCH_DB"); path != "" {
+		dbs = append(dbs, struct {
+			name string
+			db   func(testing.TB) DB
+		}{"bin", func(tb testing.TB) DB { return openBenchDB(tb, path) }})
+	}
+	for _, d := range dbs {
+		for _, cache := range []int{-1, 1 << 16} {
+			b.Run(fmt.Sprintf("db=%s/cache=%d", d.name, cache), func(b *testing.B) {
+				s := newTestServer(b, d.db(b), withOptions(func(o *Options) { o.CacheSize = cache }), production)
+				r := rand.New(rand.NewPCG(1, 2))
+				paths := make([]string, 1<<16)
+				for i := range paths {
+					paths[i] = fmt.Sprintf("/%d.%d.%d.%d/json/", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
+				}
+				h := s.srv.Handler()
+				s.get("/8.8.8.8/json/") // loads the time zone polygons, once per process
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					req := httptest.NewRequest(http.MethodGet, paths[i%len(paths)], nil)
+					req.RemoteAddr = "127.0.0.1:1"
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+					i++
+				}
+			})
+		}
+	}
+}
+
+// production runs the server as bench/scripts/geoip-http.sh does: in production (outside
+// it the library also decodes every JSON answer to check it, which would dominate the
+// figures) with the loopback load generator exempt from the rate limit.
+func production(c *apiserver.Config[struct{}], _ *Options) {
+	c.RateLimitAllow = []string{"127.0.0.1"}
+	c.Getenv = func(k string) string {
+		if k == "APP_ENV" {
+			return "production"
+		}
+		return ""
+	}
+}
+
+// openBenchDB opens a BIN as the service does, once per process.
+func openBenchDB(tb testing.TB, path string) DB {
+	benchDBOnce.Do(func() {
+		benchDB, benchDBErr = dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	})
+	if benchDBErr != nil {
+		tb.Fatal(benchDBErr)
+	}
+	return benchDB
+}
+
+var (
+	benchDBOnce sync.Once
+	benchDB     *dbfile.Manager
+	benchDBErr  error
+)
+
+// BenchmarkAnswerJSON is geoip's own part of an uncached /{ip}/json/ answer, without the
+// HTTP server and the library: parsing the address, the lookup, the record, its JSON and
+// ETag, on random public IPv4 addresses with the answer cache off. Its allocations are
+// those of one uncached answer.
+func BenchmarkAnswerJSON(b *testing.B) {
+	path := os.Getenv("GEOIP_BENCH_DB")
+	if path == "" {
+		b.Skip("GEOIP_BENCH_DB (a BIN, e.g. the full DB-IP one) is not set")
+	}
+	s := newTestServer(b, openBenchDB(b, path), withOptions(func(o *Options) { o.CacheSize = -1 }), production)
+	r := rand.New(rand.NewPCG(1, 2))
+	ips := make([]string, 1<<16)
+	for i := range ips {
+		ips[i] = fmt.Sprintf("%d.%d.%d.%d", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ans, err := s.api.serveExplicit(ips[i%len(ips)], formats[0], "")
+		if err != nil || len(ans.Raw) == 0 || ans.Header.ETag == "" {
+			b.Fatal(ans, err)
+		}
+		i++
 	}
 }

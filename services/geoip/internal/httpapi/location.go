@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/netip"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/countries"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
@@ -67,10 +69,12 @@ func ipVersion(addr netip.Addr) string {
 	return "IPv6"
 }
 
-// newLocation turns a database record into the answer for addr.
-func newLocation(addr netip.Addr, rec lookup.Record) Location {
+// newLocation turns a database record into the answer for addr. The texts of the address
+// and its network are appended to buf, which is returned, and loc's IP and Network point
+// into it: the answer's one buffer holds them with its JSON (answer.set). Other strings are
+// rec's, so a record read in place must outlive loc or be copied (own).
+func newLocation(addr netip.Addr, rec lookup.Record, buf []byte) (Location, []byte) {
 	loc := Location{
-		IP:          addr.String(),
 		Version:     ipVersion(addr),
 		City:        rec.City,
 		Region:      rec.Region,
@@ -82,8 +86,9 @@ func newLocation(addr netip.Addr, rec lookup.Record) Location {
 		UTCOffset:   rec.UTCOffset,
 		Org:         rec.Org,
 	}
+	loc.IP, buf = appendText(buf, addr.AppendTo)
 	if rec.Network.IsValid() {
-		loc.Network = rec.Network.String()
+		loc.Network, buf = appendText(buf, rec.Network.AppendTo)
 	}
 	if rec.ASN != 0 {
 		loc.ASN = "AS" + strconv.FormatUint(uint64(rec.ASN), 10)
@@ -104,7 +109,30 @@ func newLocation(addr netip.Addr, rec lookup.Record) Location {
 	} else {
 		loc.CountryName = rec.CountryName
 	}
-	return loc
+	return loc, buf
+}
+
+// appendText appends what write writes to buf and returns it as a string sharing buf's
+// memory, with buf. The bytes are never written again (later appends go after them, or to
+// a new array when buf is full), so the string stays as it was.
+func appendText(buf []byte, write func([]byte) []byte) (string, []byte) {
+	start := len(buf)
+	buf = write(buf)
+	if len(buf) == start {
+		return "", buf
+	}
+	return unsafe.String(&buf[start], len(buf)-start), buf
+}
+
+// own copies l's strings to the Go heap: a Location built from a record read in place
+// (lookup.InPlaceDB) is kept past the record's lease only as a copy.
+func (l *Location) own() {
+	for i := range fields {
+		if f := &fields[i]; f.kind == 's' {
+			p := (*string)(f.ptr(l))
+			*p = strings.Clone(*p)
+		}
+	}
 }
 
 // reservedLocation is the answer for an address no database can place.

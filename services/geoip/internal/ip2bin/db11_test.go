@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
@@ -165,4 +166,44 @@ func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 		t.Fatalf("%d of %d addresses not found by the index", missed, len(addrs))
 	}
 	sameAnswers(t, db, addrs)
+}
+
+// TestInPlaceLookupMatchesTheCopy holds LookupInPlace to Lookup: the same record, its
+// strings only not copied out of the file (they point into it).
+func TestInPlaceLookupMatchesTheCopy(t *testing.T) {
+	data := fixture(t, binwriter.Options{})
+	db, err := ip2bin.OpenBytes(data, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inFile := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		return p >= start && p < start+uintptr(len(data))
+	}
+	located := 0
+	for _, a := range append(randomAddrs(20000), netip.MustParseAddr("8.8.8.8")) {
+		want, err := db.Lookup(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.LookupInPlace(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(got, want) || got.Network != want.Network {
+			t.Fatalf("%s:\n in place %+v\n copied   %+v", a, got, want)
+		}
+		if want.City == "" || !ip2bin.FindsRow(db, a) {
+			continue
+		}
+		located++
+		if !inFile(got.City) || !inFile(got.Country) || inFile(want.City) {
+			t.Fatalf("%s: the in-place city is not the file's bytes, or the copy is", a)
+		}
+	}
+	if located == 0 {
+		t.Fatal("no located address among those tried")
+	}
 }

@@ -71,6 +71,38 @@ type DB interface {
 	Close() error
 }
 
+// InPlaceDB is a DB that can answer without copying its strings out of its memory: the
+// strings of a record from LookupInPlace point into the database itself (for a BIN loaded
+// with ip2bin.Load, memory outside the Go heap that Close unmaps) and are valid only while
+// it stays open. The caller keeps it open for as long as it reads them (dbfile.Manager.Borrow
+// holds its read lock until the Lease is released) and copies what it keeps (Record.Own).
+// On the answer path this saves a heap copy of every string per lookup.
+type InPlaceDB interface {
+	LookupInPlace(addr netip.Addr) (Record, error)
+}
+
+// Lease keeps the database a record was read from open; Release ends it, after which the
+// record's strings must not be read unless they were copied (Record.Own).
+type Lease interface {
+	Release()
+}
+
+// Own returns rec with every string copied to the Go heap, for keeping past its Lease.
+func (r Record) Own() Record {
+	r.Country, r.CountryName = strings.Clone(r.Country), strings.Clone(r.CountryName)
+	r.Region, r.RegionCode = strings.Clone(r.Region), strings.Clone(r.RegionCode)
+	r.City, r.Postal = strings.Clone(r.City), strings.Clone(r.Postal)
+	r.TimeZone, r.UTCOffset, r.Org = strings.Clone(r.TimeZone), strings.Clone(r.UTCOffset), strings.Clone(r.Org)
+	if r.Extra != nil {
+		extra := make(map[string]string, len(r.Extra))
+		for k, v := range r.Extra {
+			extra[strings.Clone(k)] = strings.Clone(v)
+		}
+		r.Extra = extra
+	}
+	return r
+}
+
 // TimeZoner fills Record.TimeZone when the database had none and Record.UTCOffset for the
 // given instant. The record goes in and out by value: a pointer passed through an
 // interface makes the caller's record escape, one heap allocation per lookup.
