@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v2"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 var awkward = []string{
@@ -136,5 +138,41 @@ func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
 		if to, ok := slashRedirect(r.request()); ok {
 			t.Errorf("%s redirected to %s", p, to)
 		}
+	}
+}
+
+// TestCountryFragmentsMatchTheFieldEncoder: the country's keys copied from countryTable are
+// the bytes the per-field encoder writes, for every country the table knows, around
+// records of every shape.
+func TestCountryFragmentsMatchTheFieldEncoder(t *testing.T) {
+	countries := 0
+	for a := byte('A'); a <= 'Z'; a++ {
+		for b := byte('A'); b <= 'Z'; b++ {
+			code := string([]byte{a, b})
+			for i, s := range awkward {
+				rec := lookup.Record{Country: code, CountryName: s, Region: s, City: s, Postal: s, TimeZone: s,
+					UTCOffset: "+0100", Org: s, ASN: uint32(i), Latitude: -33.8688, Longitude: 151.209, HasLocation: i%2 == 0,
+					Network: netip.MustParsePrefix("81.2.69.0/24")}
+				loc, _ := newLocation(netip.MustParseAddr("81.2.69.160"), rec, nil)
+				if loc.facts == nil {
+					if countryFragments(code) != nil {
+						t.Fatalf("%s: newLocation left out the country's fragments", code)
+					}
+					continue
+				}
+				if i == 0 {
+					countries++
+				}
+				got := appendJSON(nil, &loc)
+				plain := loc
+				plain.facts = nil
+				if want := appendJSON(nil, &plain); !bytes.Equal(got, want) {
+					t.Fatalf("%s, %q:\n got %s\nwant %s", code, s, got, want)
+				}
+			}
+		}
+	}
+	if countries < 240 {
+		t.Errorf("only %d countries have fragments", countries)
 	}
 }

@@ -45,6 +45,10 @@ type Location struct {
 	Reserved           bool    `json:"reserved,omitempty" doc:"Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup"`
 	Error              bool    `json:"error,omitempty" doc:"Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)"`
 	Reason             string  `json:"reason,omitempty" doc:"Why error is set: Reserved IP Address or Invalid IP Address" example:"Reserved IP Address"`
+
+	// facts is the country's fields already encoded (countryJSON), when newLocation filled
+	// them from its table and nothing has changed them since; appendJSON then copies them.
+	facts *countryJSON
 }
 
 // AddressError is ipapi.co's answer for a path address that is not an IP address, with
@@ -99,17 +103,29 @@ func newLocation(addr netip.Addr, rec lookup.Record, buf []byte) (Location, []by
 	if rec.HasLocation {
 		loc.Latitude, loc.Longitude = rec.Latitude, rec.Longitude
 	}
-	if f, ok := countries.Lookup(rec.Country); ok {
-		// One naming source for every database: IP2Location files say "United States of
-		// America", DB-IP says nothing; ipapi.co says "United States", as CLDR does.
-		loc.CountryName, loc.ContinentCode, loc.InEU = f.Name, f.Continent, f.InEU
-		loc.CountryCodeISO3, loc.CountryCapital, loc.CountryTLD = f.ISO3, f.Capital, f.TLD
-		loc.CountryCallingCode, loc.Currency, loc.CurrencyName = f.CallingCode, f.Currency, f.CurrencyName
-		loc.Languages, loc.CountryArea, loc.CountryPopulation = f.Languages, f.Area, f.Population
+	// One naming source for every database: IP2Location files say "United States of
+	// America", DB-IP says nothing; ipapi.co says "United States", as CLDR does.
+	if setCountryFacts(&loc, rec.Country) {
+		loc.facts = countryFragments(rec.Country)
 	} else {
 		loc.CountryName = rec.CountryName
 	}
 	return loc, buf
+}
+
+// setCountryFacts fills l's country code and the fields that follow from it, reporting
+// false when the table does not know code.
+func setCountryFacts(l *Location, code string) bool {
+	f, ok := countries.Lookup(code)
+	if !ok {
+		return false
+	}
+	l.CountryCode = code
+	l.CountryName, l.ContinentCode, l.InEU = f.Name, f.Continent, f.InEU
+	l.CountryCodeISO3, l.CountryCapital, l.CountryTLD = f.ISO3, f.Capital, f.TLD
+	l.CountryCallingCode, l.Currency, l.CurrencyName = f.CallingCode, f.Currency, f.CurrencyName
+	l.Languages, l.CountryArea, l.CountryPopulation = f.Languages, f.Area, f.Population
+	return true
 }
 
 // appendText appends what write writes to buf and returns it as a string sharing buf's
