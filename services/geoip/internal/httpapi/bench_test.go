@@ -133,3 +133,20 @@ func BenchmarkAppendJSON(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnswerJSONCached is BenchmarkAnswerJSON for one address asked again and again:
+// the answer cache's hit path.
+func BenchmarkAnswerJSONCached(b *testing.B) {
+	path := os.Getenv("GEOIP_BENCH_DB")
+	if path == "" {
+		b.Skip("GEOIP_BENCH_DB (a BIN, e.g. the full DB-IP one) is not set")
+	}
+	s := newTestServer(b, openBenchDB(b, path), production)
+	b.ReportAllocs()
+	for b.Loop() {
+		ans, err := s.api.serveExplicit("8.8.8.8", formats[0], "")
+		if err != nil || len(ans.Raw) == 0 || ans.Header.ETag == "" {
+			b.Fatal(ans, err)
+		}
+	}
+}
