@@ -13,7 +13,8 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
-// sameAnswers holds the direct DB11 reader to ip2location-go's answers.
+// sameAnswers holds the direct DB11 reader to ip2location-go's answers, and its in-place
+// lookups to its copying ones.
 func sameAnswers(t *testing.T, db *ip2bin.DB, addrs []netip.Addr) {
 	t.Helper()
 	if !ip2bin.Direct(db) {
@@ -35,6 +36,15 @@ func sameAnswers(t *testing.T, db *ip2bin.DB, addrs []netip.Addr) {
 		want, err := ip2bin.LookupViaLibrary(db, a)
 		if err != nil {
 			t.Fatal(err)
+		}
+		inPlace, err := db.LookupInPlace(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(inPlace, got) || inPlace.Network != got.Network {
+			if bad++; bad <= 10 {
+				t.Errorf("%s:\n in place %+v\n copied   %+v", a, inPlace, got)
+			}
 		}
 		if !equal(got, want) || got.Network != want.Network {
 			if bad++; bad <= 10 {
