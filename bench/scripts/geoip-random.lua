@@ -1,12 +1,23 @@
 -- wrk script for bench/scripts/geoip-http.sh: GET /{random IPv4}/json/ with a fresh
 -- address per request (first octet 1-223 without 10 and 127; the rest uniform), the same
--- sequence for both servers (fixed seed per thread). Kept to a few string operations so the
--- generator costs less than the server.
-local counter = 0
+-- sequence for both servers (a fixed seed per thread). Kept to a few string operations so
+-- the generator costs less than the server.
+--
+-- Each thread runs its own Lua state, so the seed comes from the thread's number, set in
+-- setup (which runs in the main state, once per thread). Seeding from a counter in init,
+-- as this script did until 2026-11-24, gave every thread the same seed: with -t2 each
+-- address was asked twice, the second time a cache admission (geoip's answer cache stores
+-- an address on its second miss), so geoip kept 65,536 answers (67 MB) live for the
+-- collector instead of answering random addresses.
+local threads = 0
+
+function setup(thread)
+	threads = threads + 1
+	thread:set("id", threads)
+end
 
 function init(args)
-	counter = counter + 1
-	math.randomseed(12345 + counter * 7919)
+	math.randomseed(12345 + id * 7919)
 end
 
 local random = math.random

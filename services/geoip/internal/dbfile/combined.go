@@ -29,6 +29,19 @@ func (w *WithASN) Lookup(addr netip.Addr) (lookup.Record, error) {
 	return rec, nil
 }
 
+// Borrow is Lookup with the city record read in place (see Manager.Borrow): the lease
+// is the city database's; the ASN fields are copies.
+func (w *WithASN) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
+	rec, lease, err := w.City.Borrow(addr)
+	if err != nil {
+		return rec, nil, err
+	}
+	if a, err := w.ASN.Lookup(addr); err == nil {
+		rec.ASN, rec.Org = a.ASN, a.Org
+	}
+	return rec, lease, nil
+}
+
 // Version changes when either database is replaced.
 func (w *WithASN) Version() string {
 	city, as := w.City.Version(), w.ASN.Version()

@@ -60,6 +60,9 @@ var ErrClosed = errors.New("database closed")
 
 type handle struct {
 	db lookup.DB
+	// inPlace is db when it can lend records read in place (a BIN held in memory), for
+	// Borrow; nil otherwise.
+	inPlace lookup.InPlaceDB
 	// version is db.Info().Version(), asked on every request (ETags, the answer cache):
 	// kept here rather than copying the whole Info through the interface each time.
 	version string
@@ -69,7 +72,18 @@ type handle struct {
 	closed bool
 }
 
-func newHandle(db lookup.DB) *handle { return &handle{db: db, version: db.Info().Version()} }
+func newHandle(db lookup.DB) *handle {
+	h := &handle{db: db, version: db.Info().Version()}
+	inner := db
+	if m, ok := db.(movedDB); ok {
+		inner = m.DB
+	}
+	h.inPlace, _ = inner.(lookup.InPlaceDB)
+	return h
+}
+
+// Release ends a Borrow's lease: the database may be closed again.
+func (h *handle) Release() { h.mu.RUnlock() }
 
 type fileStat struct {
 	size    int64
@@ -155,6 +169,40 @@ func (m *Manager) Lookup(addr netip.Addr) (lookup.Record, error) {
 			rec = m.cfg.TimeZones.Resolve(rec, m.cfg.Now())
 		}
 		return rec, nil
+	}
+}
+
+// Borrow is Lookup with the record's strings read in place from the database's memory
+// where its format allows (lookup.InPlaceDB: a BIN), saving their copies. The database
+// stays open, and cannot be swapped out and closed, until the lease is released: the
+// caller must call Release exactly once (after an error there is no lease), soon, and
+// copy what it keeps past it (lookup.Record.Own). A reload waits for the leases held.
+func (m *Manager) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
+	for {
+		h := m.cur.Load()
+		h.mu.RLock()
+		if h.closed {
+			h.mu.RUnlock()
+			if m.cur.Load() == h {
+				return lookup.Record{}, nil, ErrClosed
+			}
+			continue // swapped and closed between Load and RLock, as in Lookup
+		}
+		var rec lookup.Record
+		var err error
+		if h.inPlace != nil {
+			rec, err = h.inPlace.LookupInPlace(addr)
+		} else {
+			rec, err = h.db.Lookup(addr)
+		}
+		if err != nil {
+			h.mu.RUnlock()
+			return lookup.Record{}, nil, err
+		}
+		if m.cfg.TimeZones != nil {
+			rec = m.cfg.TimeZones.Resolve(rec, m.cfg.Now())
+		}
+		return rec, h, nil
 	}
 }
 

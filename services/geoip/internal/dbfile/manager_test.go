@@ -348,3 +348,71 @@ func TestInFlightLookupFinishesOnTheOldDatabase(t *testing.T) {
 		t.Error("old database not closed after the swap")
 	}
 }
+
+// TestBorrowedRecordKeepsTheDatabaseOpen: a record read in place stays readable until its
+// lease is released, through a swap, and the old database is closed only after.
+func TestBorrowedRecordKeepsTheDatabaseOpen(t *testing.T) {
+	inner, err := ip2bin.OpenBytes(binWithCity(t, "Old Town"), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &closeSpy{DB: inner}
+	m := newManager(t, dbfile.Config{Fallback: func() (lookup.DB, error) { return old, nil }, PollInterval: -1})
+	rec, lease, err := m.Borrow(netip.MustParseAddr("8.8.8.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.City != "Old Town" || !rec.Network.IsValid() {
+		t.Fatalf("borrowed %+v", rec)
+	}
+	newDB, err := ip2bin.OpenBytes(binWithCity(t, "New Town"), "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := make(chan error)
+	go func() { swapped <- m.Replace(newDB) }()
+	for m.Info().Source != "new" {
+		time.Sleep(time.Millisecond)
+	}
+	if got := city(t, m, "8.8.8.8"); got != "New Town" {
+		t.Errorf("new lookups answer %q", got)
+	}
+	time.Sleep(20 * time.Millisecond) // room for a wrong Close to happen
+	if old.closed.Load() {
+		t.Fatal("old database closed while a borrowed record was in use")
+	}
+	if rec.City != "Old Town" {
+		t.Errorf("borrowed city now %q", rec.City)
+	}
+	lease.Release()
+	if err := <-swapped; err != nil {
+		t.Fatal(err)
+	}
+	if !old.closed.Load() {
+		t.Error("old database not closed after the lease ended")
+	}
+	// After the swap, Borrow and Lookup agree.
+	rec, lease, err = m.Borrow(netip.MustParseAddr("8.8.8.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := rec.Own()
+	lease.Release()
+	if want, _ := m.Lookup(netip.MustParseAddr("8.8.8.8")); kept.City != want.City || kept.Network != want.Network {
+		t.Errorf("borrowed %+v, looked up %+v", kept, want)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Borrow(netip.MustParseAddr("8.8.8.8")); !errors.Is(err, dbfile.ErrClosed) {
+		t.Errorf("Borrow after Close: %v, want ErrClosed", err)
+	}
+}
+
+// closeSpy records Close; it lends in place as the BIN it wraps does.
+type closeSpy struct {
+	*ip2bin.DB
+	closed atomic.Bool
+}
+
+func (c *closeSpy) Close() error { c.closed.Store(true); return c.DB.Close() }

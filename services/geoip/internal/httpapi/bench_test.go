@@ -2,35 +2,160 @@ package httpapi
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"os"
+	"sync"
 	"testing"
+
+	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // BenchmarkExplicitJSON is one /{ip}/json/ request through the whole server (library
 // middleware included) on the embedded sample, with random public IPv4 addresses so the
-// answer cache mostly misses, as in the load benchmark.
+// answer cache mostly misses, as in the load benchmark. With GEOIP_BENCH_DB naming a BIN
+// (the full DB-IP one of bench/scripts/geoip-http.sh) it runs on that file too.
 func BenchmarkExplicitJSON(b *testing.B) {
-	for _, cache := range []int{-1, 1 << 16} {
-		b.Run(fmt.Sprintf("cache=%d", cache), func(b *testing.B) {
-			s := newTestServer(b, embeddedSample(b), withOptions(func(o *Options) { o.CacheSize = cache }))
-			r := rand.New(rand.NewPCG(1, 2))
-			paths := make([]string, 4096)
-			for i := range paths {
-				paths[i] = fmt.Sprintf("/%d.%d.%d.%d/json/", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
-			}
-			h := s.srv.Handler()
-			s.get("/8.8.8.8/json/") // loads the time zone polygons, once per process
+	dbs := []struct {
+		name string
+		db   func(testing.TB) DB
+	}{{"sample", func(tb testing.TB) DB { return embeddedSample(tb) }}}
+	if path := os.Getenv("GEOIP_BENCH_DB"); path != "" {
+		dbs = append(dbs, struct {
+			name string
+			db   func(testing.TB) DB
+		}{"bin", func(tb testing.TB) DB { return openBenchDB(tb, path) }})
+	}
+	for _, d := range dbs {
+		for _, cache := range []int{-1, 1 << 16} {
+			b.Run(fmt.Sprintf("db=%s/cache=%d", d.name, cache), func(b *testing.B) {
+				s := newTestServer(b, d.db(b), withOptions(func(o *Options) { o.CacheSize = cache }), production)
+				r := rand.New(rand.NewPCG(1, 2))
+				paths := make([]string, 1<<16)
+				for i := range paths {
+					paths[i] = fmt.Sprintf("/%d.%d.%d.%d/json/", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
+				}
+				h := s.srv.Handler()
+				s.get("/8.8.8.8/json/") // loads the time zone polygons, once per process
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					req := httptest.NewRequest(http.MethodGet, paths[i%len(paths)], nil)
+					req.RemoteAddr = "127.0.0.1:1"
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, req)
+					i++
+				}
+			})
+		}
+	}
+}
+
+// production runs the server as bench/scripts/geoip-http.sh does: in production (outside
+// it the library also decodes every JSON answer to check it, which would dominate the
+// figures) with the loopback load generator exempt from the rate limit.
+func production(c *apiserver.Config[struct{}], _ *Options) {
+	c.RateLimitAllow = []string{"127.0.0.1"}
+	c.Getenv = func(k string) string {
+		if k == "APP_ENV" {
+			return "production"
+		}
+		return ""
+	}
+}
+
+// openBenchDB opens a BIN as the service does, once per process.
+func openBenchDB(tb testing.TB, path string) DB {
+	benchDBOnce.Do(func() {
+		benchDB, benchDBErr = dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	})
+	if benchDBErr != nil {
+		tb.Fatal(benchDBErr)
+	}
+	return benchDB
+}
+
+var (
+	benchDBOnce sync.Once
+	benchDB     *dbfile.Manager
+	benchDBErr  error
+)
+
+// BenchmarkAnswerJSON is geoip's own part of an uncached /{ip}/json/ answer, without the
+// HTTP server and the library: parsing the address, the lookup, the record, its JSON and
+// ETag, with the answer cache off. Its allocations are those of one uncached answer.
+// random: random public IPv4 addresses, each lookup reaching memory all over the 300 MB
+// file; one: the same address every time, the file's bytes it reads in the CPU's caches,
+// so the difference is what the lookups wait for memory.
+func BenchmarkAnswerJSON(b *testing.B) {
+	path := os.Getenv("GEOIP_BENCH_DB")
+	if path == "" {
+		b.Skip("GEOIP_BENCH_DB (a BIN, e.g. the full DB-IP one) is not set")
+	}
+	s := newTestServer(b, openBenchDB(b, path), withOptions(func(o *Options) { o.CacheSize = -1 }), production)
+	r := rand.New(rand.NewPCG(1, 2))
+	random := make([]string, 1<<16)
+	for i := range random {
+		random[i] = fmt.Sprintf("%d.%d.%d.%d", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
+	}
+	for _, c := range []struct {
+		name string
+		ips  []string
+	}{{"random", random}, {"one", []string{"5.6.7.8"}}} {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, paths[i%len(paths)], nil)
-				req.RemoteAddr = "127.0.0.1:1"
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
+				ans, err := s.api.serveExplicit(c.ips[i%len(c.ips)], formats[0], "")
+				if err != nil || len(ans.Raw) == 0 || ans.Header.ETag == "" {
+					b.Fatal(ans, err)
+				}
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkAppendJSON encodes one located record, with the country's keys copied from
+// countryTable (facts) and written field by field (fields), for the side-by-side cost.
+func BenchmarkAppendJSON(b *testing.B) {
+	rec := lookup.Record{Country: "DE", Region: "Bavaria", City: "Munich (Moosach)", TimeZone: "Europe/Berlin",
+		UTCOffset: "+0100", Latitude: 48.1769, Longitude: 11.5327, HasLocation: true, Network: netip.MustParsePrefix("5.6.0.0/16")}
+	loc, _ := newLocation(netip.MustParseAddr("5.6.7.8"), rec, nil)
+	plain := loc
+	plain.facts = nil
+	buf := make([]byte, 0, 1024)
+	for _, c := range []struct {
+		name string
+		loc  *Location
+	}{{"facts", &loc}, {"fields", &plain}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				buf = appendJSON(buf[:0], c.loc)
+			}
+		})
+	}
+}
+
+// BenchmarkAnswerJSONCached is BenchmarkAnswerJSON for one address asked again and again:
+// the answer cache's hit path.
+func BenchmarkAnswerJSONCached(b *testing.B) {
+	path := os.Getenv("GEOIP_BENCH_DB")
+	if path == "" {
+		b.Skip("GEOIP_BENCH_DB (a BIN, e.g. the full DB-IP one) is not set")
+	}
+	s := newTestServer(b, openBenchDB(b, path), production)
+	b.ReportAllocs()
+	for b.Loop() {
+		ans, err := s.api.serveExplicit("8.8.8.8", formats[0], "")
+		if err != nil || len(ans.Raw) == 0 || ans.Header.ETag == "" {
+			b.Fatal(ans, err)
+		}
 	}
 }

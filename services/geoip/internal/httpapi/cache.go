@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // answer is a located record with its JSON encoding and that encoding's ETag. A cached one
@@ -19,13 +20,27 @@ type answer struct {
 	expires int64      // unix nanoseconds; utc_offset moves with daylight saving
 }
 
-// set fills ans with loc and its encoding.
-func (ans *answer) set(loc *Location, version string) {
+// set fills ans with loc, its JSON encoding and that encoding's ETag. The encoding and
+// the ETag are appended to buf (nil, or what newLocation returned, holding loc's address
+// texts), so that an uncached answer costs one allocation: the buffer.
+func (ans *answer) set(loc *Location, version string, buf []byte) {
+	if buf == nil {
+		buf = make([]byte, 0, answerBufSize)
+	}
+	start := len(buf)
+	buf = appendJSON(buf, loc)
+	end := len(buf)
+	buf = appendETag(buf, version, buf[start:end])
+	// Three-index slice: nothing appended to the JSON can reach the ETag's bytes.
+	ans.json = buf[start:end:end]
+	ans.etag = unsafe.String(&buf[end], len(buf)-end)
 	ans.loc = *loc
-	ans.json = appendJSON(make([]byte, 0, 768), loc)
-	ans.etag = etag(version, ans.json)
 	ans.version = version
 }
+
+// answerBufSize holds a typical answer's address texts, JSON (about 600 bytes with every
+// field set) and ETag; a longer one grows it once.
+const answerBufSize = 896
 
 // answerCache keeps the answers of hot addresses: a direct-mapped table of atomic
 // pointers, each address hashed to one slot, a newer answer replacing whatever held it.

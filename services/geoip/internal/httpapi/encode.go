@@ -32,6 +32,9 @@ var fields = func() []field {
 	out := make([]field, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue // facts: not a key
+		}
 		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		f := field{name: name, off: sf.Offset, optional: opts == "omitempty"}
 		switch sf.Type.Kind() {
@@ -103,25 +106,107 @@ func (f *field) appendJSONValue(b []byte, l *Location) []byte {
 
 // appendJSON encodes l as encoding/json would (same keys, order and escaping, minus HTML
 // escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on
-// every uncached request.
+// every uncached request. The country's fields come encoded once per country (l.facts)
+// when newLocation set them from its table.
 func appendJSON(b []byte, l *Location) []byte {
 	b = append(b, '{')
-	first := true
-	for i := range fields {
+	for i := 0; i < len(fields); i++ {
+		if l.facts != nil {
+			switch i {
+			case factRuns[0].start:
+				b = append(b, l.facts.runs[0]...)
+				i = factRuns[0].end - 1
+				continue
+			case factRuns[1].start:
+				b = append(b, l.facts.runs[1]...)
+				i = factRuns[1].end - 1
+				continue
+			}
+		}
 		f := &fields[i]
 		if !f.present(l) {
 			continue
 		}
-		if !first {
+		if i > 0 { // ip, the first key, is always present
 			b = append(b, ',')
 		}
-		first = false
-		b = append(b, '"')
-		b = append(b, f.name...)
-		b = append(b, '"', ':')
-		b = f.appendJSONValue(b, l)
+		b = appendJSONField(b, f, l)
 	}
 	return append(b, '}')
+}
+
+// appendJSONField writes "name":value.
+func appendJSONField(b []byte, f *field, l *Location) []byte {
+	b = append(b, '"')
+	b = append(b, f.name...)
+	b = append(b, '"', ':')
+	return f.appendJSONValue(b, l)
+}
+
+// countryJSON holds a country's fields as appendJSON writes them, each run of consecutive
+// keys that depend on the country alone (factRuns) with its leading commas: copying two
+// runs replaces encoding twelve values (a float among them) on every uncached answer.
+type countryJSON struct {
+	runs [2][]byte
+}
+
+// factRuns are the runs of keys newLocation fills from the country's code and facts:
+// country_name to in_eu, and country_calling_code to country_population. Checked at
+// start-up to be consecutive keys of Location, none of them optional.
+var factRuns = func() (runs [2]struct{ start, end int }) {
+	names := [2][2]string{{"country_name", "in_eu"}, {"country_calling_code", "country_population"}}
+	for r, n := range names {
+		runs[r].start, runs[r].end = fieldIndex(n[0]), fieldIndex(n[1])+1
+		for i := runs[r].start; i < runs[r].end; i++ {
+			if fields[i].optional {
+				panic("httpapi: " + fields[i].name + " is optional; it cannot be pre-encoded")
+			}
+		}
+	}
+	if runs[0].start < 1 || runs[0].end > runs[1].start {
+		panic("httpapi: the country's keys moved; see factRuns")
+	}
+	return runs
+}()
+
+func fieldIndex(name string) int {
+	for i := range fields {
+		if fields[i].name == name {
+			return i
+		}
+	}
+	panic("httpapi: Location has no key " + name)
+}
+
+// countryTable holds every country's encoded runs, made once, indexed by its two letters.
+var countryTable = func() (t [26 * 26]*countryJSON) {
+	for a := byte('A'); a <= 'Z'; a++ {
+		for b := byte('A'); b <= 'Z'; b++ {
+			code := string([]byte{a, b})
+			var loc Location
+			if !setCountryFacts(&loc, code) {
+				continue
+			}
+			c := new(countryJSON)
+			for r, run := range factRuns {
+				for i := run.start; i < run.end; i++ {
+					c.runs[r] = append(c.runs[r], ',')
+					c.runs[r] = appendJSONField(c.runs[r], &fields[i], &loc)
+				}
+			}
+			t[int(a-'A')*26+int(b-'A')] = c
+		}
+	}
+	return t
+}()
+
+// countryFragments returns the encoded runs of an upper-case two-letter code that
+// setCountryFacts knows, else nil.
+func countryFragments(code string) *countryJSON {
+	if len(code) != 2 || code[0] < 'A' || code[0] > 'Z' || code[1] < 'A' || code[1] > 'Z' {
+		return nil
+	}
+	return countryTable[int(code[0]-'A')*26+int(code[1]-'A')]
 }
 
 // appendJSONP wraps the JSON body in a call to callback, already checked to be an

@@ -5,12 +5,15 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v2"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 var awkward = []string{
@@ -135,6 +138,96 @@ func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
 		r := &httpRequestStub{path: p}
 		if to, ok := slashRedirect(r.request()); ok {
 			t.Errorf("%s redirected to %s", p, to)
+		}
+	}
+}
+
+// TestCountryFragmentsMatchTheFieldEncoder: the country's keys copied from countryTable are
+// the bytes the per-field encoder writes, for every country the table knows, around
+// records of every shape.
+func TestCountryFragmentsMatchTheFieldEncoder(t *testing.T) {
+	countries := 0
+	for a := byte('A'); a <= 'Z'; a++ {
+		for b := byte('A'); b <= 'Z'; b++ {
+			code := string([]byte{a, b})
+			for i, s := range awkward {
+				rec := lookup.Record{Country: code, CountryName: s, Region: s, City: s, Postal: s, TimeZone: s,
+					UTCOffset: "+0100", Org: s, ASN: uint32(i), Latitude: -33.8688, Longitude: 151.209, HasLocation: i%2 == 0,
+					Network: netip.MustParsePrefix("81.2.69.0/24")}
+				loc, _ := newLocation(netip.MustParseAddr("81.2.69.160"), rec, nil)
+				if loc.facts == nil {
+					if countryFragments(code) != nil {
+						t.Fatalf("%s: newLocation left out the country's fragments", code)
+					}
+					continue
+				}
+				if i == 0 {
+					countries++
+				}
+				got := appendJSON(nil, &loc)
+				plain := loc
+				plain.facts = nil
+				if want := appendJSON(nil, &plain); !bytes.Equal(got, want) {
+					t.Fatalf("%s, %q:\n got %s\nwant %s", code, s, got, want)
+				}
+			}
+		}
+	}
+	if countries < 240 {
+		t.Errorf("only %d countries have fragments", countries)
+	}
+}
+
+// isReservedReference is isReserved as it was before it split the prefixes by family: every
+// predicate and every prefix tried in turn.
+func isReservedReference(addr netip.Addr) bool {
+	if addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsMulticast() ||
+		addr.IsUnspecified() || addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() {
+		return true
+	}
+	if addr.Is6() && !globalUnicast6.Contains(addr) {
+		return true
+	}
+	for _, p := range reservedPrefixes {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestIsReservedMatchesTheReference: the same answer as trying every predicate and prefix,
+// at every prefix's edges and on random addresses of both families.
+func TestIsReservedMatchesTheReference(t *testing.T) {
+	var addrs []netip.Addr
+	for _, p := range append(reservedPrefixes, netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16"),
+		netip.MustParsePrefix("224.0.0.0/4"), globalUnicast6) {
+		first := p.Masked().Addr()
+		last := first
+		for range 1 << min(p.Addr().BitLen()-p.Bits(), 16) { // walk to the end of small prefixes
+			if n := last.Next(); n.IsValid() && p.Contains(n) {
+				last = n
+			}
+		}
+		addrs = append(addrs, first, first.Prev(), first.Next(), last, last.Next())
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 500000 {
+		addrs = append(addrs, netip.AddrFrom4([4]byte{byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256)), byte(r.UintN(256))}))
+		var b [16]byte
+		for j := range b {
+			b[j] = byte(r.UintN(256))
+		}
+		b[0] &= 0x3f // mostly 0000::/2, where the global unicast space and the reserved ranges are
+		addrs = append(addrs, netip.AddrFrom16(b))
+	}
+	for _, a := range addrs {
+		if !a.IsValid() {
+			continue
+		}
+		if got, want := isReserved(a), isReservedReference(a); got != want {
+			t.Fatalf("isReserved(%s) = %v, want %v", a, got, want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,7 @@ type API struct {
 	publicCache string // Cache-Control of explicit-address answers
 
 	hits, misses prometheus.Counter
+	borrow       borrower // db, when it lends records read in place
 }
 
 // Description is the service's /docs text with an ASN database; DB-IP's licence (CC BY 4.0) requires the
@@ -103,6 +105,7 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 			Name: "geoip_answer_cache_misses_total", Help: "Answers looked up in the database (reserved addresses excluded).",
 		}),
 	}
+	a.borrow, _ = db.(borrower)
 	if err := srv.Registry().Register(a.hits); err != nil {
 		return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 	}
@@ -125,11 +128,15 @@ func (a *API) CacheLen() int { return a.cache.len() }
 
 // resolve fills ans with the answer for addr: reserved ranges without a lookup, the rest
 // from the cache or the database. ans is the caller's; a cached answer is copied into it.
-func (a *API) resolve(addr netip.Addr, ans *answer) error {
+// Only the JSON encoding, its ETag and the version are kept unless needLoc asks for the
+// record too (the other formats, batch): the record is read in place from the database
+// where it can be (borrow), encoded while the database is held open, and copied to the
+// heap only when it is needed afterwards or cached.
+func (a *API) resolve(addr netip.Addr, ans *answer, needLoc bool) error {
 	version := a.db.Version()
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
-		ans.set(&loc, version)
+		ans.set(&loc, version, nil)
 		return nil
 	}
 	now := a.now()
@@ -139,19 +146,46 @@ func (a *API) resolve(addr netip.Addr, ans *answer) error {
 		return nil
 	}
 	a.misses.Inc()
-	rec, err := a.db.Lookup(addr)
+	rec, lease, err := a.lookup(addr)
 	if err != nil {
 		return fmt.Errorf("look up %s: %w", addr, err)
 	}
-	loc := newLocation(addr, rec)
-	ans.set(&loc, version)
-	if a.cache.admit(addr) {
+	defer lease.Release()
+	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
+	ans.set(&loc, version, buf)
+	admit := a.cache.admit(addr)
+	if !needLoc && !admit {
+		ans.loc = Location{} // its strings may be the database's, released on return
+		return nil
+	}
+	ans.loc.own()
+	if admit {
 		shared := new(answer)
 		*shared = *ans
 		a.cache.put(addr, shared, now)
 	}
 	return nil
 }
+
+// lookup reads addr's record, in place when the database lends records (borrower).
+func (a *API) lookup(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
+	if a.borrow != nil {
+		return a.borrow.Borrow(addr)
+	}
+	rec, err := a.db.Lookup(addr)
+	return rec, noLease{}, err
+}
+
+// borrower is a DB that lends records read in place (dbfile.Manager, dbfile.WithASN): their
+// strings are valid until the lease is released (see dbfile.Manager.Borrow).
+type borrower interface {
+	Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error)
+}
+
+// noLease is the lease of a record that was copied: nothing to release.
+type noLease struct{}
+
+func (noLease) Release() {}
 
 // parseAddr reads an address from the path; the error is ipapi.co's answer
 // ({"ip", "error": true, "reason": "Invalid IP Address"}) with status 400.
@@ -186,18 +220,19 @@ func (a *API) callerAddr(r *http.Request) (netip.Addr, error) {
 // (the clock's utc_offset, a JSONP callback, a new release's encoding). xxHash64: fixed
 // (every replica gives the same ETag) and fast (it runs on every uncached answer).
 func etag(version string, body []byte) string {
+	b := appendETag(make([]byte, 0, len(version)+19), version, body)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // one allocation; b is not written again
+}
+
+// appendETag appends body's ETag (see etag) to b.
+func appendETag(b []byte, version string, body []byte) []byte {
+	b = append(b, '"')
+	b = append(b, version...)
+	b = append(b, '-')
 	var sum [8]byte
-	var digits [16]byte
 	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
-	hex.Encode(digits[:], sum[:])
-	var b strings.Builder // one allocation: String does not copy
-	b.Grow(len(version) + len(digits) + 3)
-	b.WriteByte('"')
-	b.WriteString(version)
-	b.WriteByte('-')
-	b.Write(digits[:])
-	b.WriteByte('"')
-	return b.String()
+	b = hex.AppendEncode(b, sum[:])
+	return append(b, '"')
 }
 
 // scope is who may cache an answer: anyone for an explicit address, only the caller for

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/netip"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/countries"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
@@ -43,6 +45,10 @@ type Location struct {
 	Reserved           bool    `json:"reserved,omitempty" doc:"Present and true for private, loopback, link-local, multicast, documentation and other reserved addresses, answered without a lookup"`
 	Error              bool    `json:"error,omitempty" doc:"Present and true, as on ipapi.co, when the entry is not a located record (reserved address, invalid batch entry)"`
 	Reason             string  `json:"reason,omitempty" doc:"Why error is set: Reserved IP Address or Invalid IP Address" example:"Reserved IP Address"`
+
+	// facts is the country's fields already encoded (countryJSON), when newLocation filled
+	// them from its table and nothing has changed them since; appendJSON then copies them.
+	facts *countryJSON
 }
 
 // AddressError is ipapi.co's answer for a path address that is not an IP address, with
@@ -67,10 +73,12 @@ func ipVersion(addr netip.Addr) string {
 	return "IPv6"
 }
 
-// newLocation turns a database record into the answer for addr.
-func newLocation(addr netip.Addr, rec lookup.Record) Location {
+// newLocation turns a database record into the answer for addr. The texts of the address
+// and its network are appended to buf, which is returned, and loc's IP and Network point
+// into it: the answer's one buffer holds them with its JSON (answer.set). Other strings are
+// rec's, so a record read in place must outlive loc or be copied (own).
+func newLocation(addr netip.Addr, rec lookup.Record, buf []byte) (Location, []byte) {
 	loc := Location{
-		IP:          addr.String(),
 		Version:     ipVersion(addr),
 		City:        rec.City,
 		Region:      rec.Region,
@@ -82,8 +90,9 @@ func newLocation(addr netip.Addr, rec lookup.Record) Location {
 		UTCOffset:   rec.UTCOffset,
 		Org:         rec.Org,
 	}
+	loc.IP, buf = appendText(buf, addr.AppendTo)
 	if rec.Network.IsValid() {
-		loc.Network = rec.Network.String()
+		loc.Network, buf = appendText(buf, rec.Network.AppendTo)
 	}
 	if rec.ASN != 0 {
 		loc.ASN = "AS" + strconv.FormatUint(uint64(rec.ASN), 10)
@@ -94,17 +103,52 @@ func newLocation(addr netip.Addr, rec lookup.Record) Location {
 	if rec.HasLocation {
 		loc.Latitude, loc.Longitude = rec.Latitude, rec.Longitude
 	}
-	if f, ok := countries.Lookup(rec.Country); ok {
-		// One naming source for every database: IP2Location files say "United States of
-		// America", DB-IP says nothing; ipapi.co says "United States", as CLDR does.
-		loc.CountryName, loc.ContinentCode, loc.InEU = f.Name, f.Continent, f.InEU
-		loc.CountryCodeISO3, loc.CountryCapital, loc.CountryTLD = f.ISO3, f.Capital, f.TLD
-		loc.CountryCallingCode, loc.Currency, loc.CurrencyName = f.CallingCode, f.Currency, f.CurrencyName
-		loc.Languages, loc.CountryArea, loc.CountryPopulation = f.Languages, f.Area, f.Population
+	// One naming source for every database: IP2Location files say "United States of
+	// America", DB-IP says nothing; ipapi.co says "United States", as CLDR does.
+	if setCountryFacts(&loc, rec.Country) {
+		loc.facts = countryFragments(rec.Country)
 	} else {
 		loc.CountryName = rec.CountryName
 	}
-	return loc
+	return loc, buf
+}
+
+// setCountryFacts fills l's country code and the fields that follow from it, reporting
+// false when the table does not know code.
+func setCountryFacts(l *Location, code string) bool {
+	f, ok := countries.Lookup(code)
+	if !ok {
+		return false
+	}
+	l.CountryCode = code
+	l.CountryName, l.ContinentCode, l.InEU = f.Name, f.Continent, f.InEU
+	l.CountryCodeISO3, l.CountryCapital, l.CountryTLD = f.ISO3, f.Capital, f.TLD
+	l.CountryCallingCode, l.Currency, l.CurrencyName = f.CallingCode, f.Currency, f.CurrencyName
+	l.Languages, l.CountryArea, l.CountryPopulation = f.Languages, f.Area, f.Population
+	return true
+}
+
+// appendText appends what write writes to buf and returns it as a string sharing buf's
+// memory, with buf. The bytes are never written again (later appends go after them, or to
+// a new array when buf is full), so the string stays as it was.
+func appendText(buf []byte, write func([]byte) []byte) (string, []byte) {
+	start := len(buf)
+	buf = write(buf)
+	if len(buf) == start {
+		return "", buf
+	}
+	return unsafe.String(&buf[start], len(buf)-start), buf
+}
+
+// own copies l's strings to the Go heap: a Location built from a record read in place
+// (lookup.InPlaceDB) is kept past the record's lease only as a copy.
+func (l *Location) own() {
+	for i := range fields {
+		if f := &fields[i]; f.kind == 's' {
+			p := (*string)(f.ptr(l))
+			*p = strings.Clone(*p)
+		}
+	}
 }
 
 // reservedLocation is the answer for an address no database can place.

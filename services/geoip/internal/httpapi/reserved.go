@@ -1,6 +1,9 @@
 package httpapi
 
-import "net/netip"
+import (
+	"encoding/binary"
+	"net/netip"
+)
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6 Special-Purpose
 // Address Registries) that netip's predicates do not already cover. No location database
@@ -36,6 +39,22 @@ var reservedPrefixes = func() []netip.Prefix {
 	return ps
 }()
 
+// reserved4 and reserved6 are reservedPrefixes by family, IPv4 as masked numbers: every
+// answer asks isReserved, and testing a public IPv4 address against all 22 prefixes with
+// Prefix.Contains cost more than the JSON encoding of a cached answer.
+var reserved4, reserved6 = func() (v4 []struct{ base, mask uint32 }, v6 []netip.Prefix) {
+	for _, p := range reservedPrefixes {
+		if !p.Addr().Is4() {
+			v6 = append(v6, p)
+			continue
+		}
+		a := p.Addr().As4()
+		mask := ^uint32(0) << (32 - p.Bits())
+		v4 = append(v4, struct{ base, mask uint32 }{binary.BigEndian.Uint32(a[:]) & mask, mask})
+	}
+	return v4, v6
+}()
+
 // globalUnicast6 is where every allocated IPv6 address is; the rest of the space is
 // reserved by IANA.
 var globalUnicast6 = netip.MustParsePrefix("2000::/3")
@@ -43,14 +62,26 @@ var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 // isReserved reports whether addr (already unmapped) is in a range that is never a
 // public host on the Internet.
 func isReserved(addr netip.Addr) bool {
+	if addr.Is4() {
+		a := addr.As4()
+		ip := binary.BigEndian.Uint32(a[:])
+		for _, p := range reserved4 {
+			if ip&p.mask == p.base {
+				return true
+			}
+		}
+		// 10/8, 172.16/12, 192.168/16, 127/8, 169.254/16, 224/4 (multicast, link-local
+		// multicast included); 0.0.0.0 is in 0.0.0.0/8 above.
+		return addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsMulticast()
+	}
 	if addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsMulticast() ||
 		addr.IsUnspecified() || addr.IsLinkLocalMulticast() || addr.IsInterfaceLocalMulticast() {
 		return true
 	}
-	if addr.Is6() && !globalUnicast6.Contains(addr) {
+	if !globalUnicast6.Contains(addr) {
 		return true // unique-local, NAT64 (64:ff9b::/96), IPv4-compatible, unallocated...
 	}
-	for _, p := range reservedPrefixes {
+	for _, p := range reserved6 {
 		if p.Contains(addr) {
 			return true
 		}

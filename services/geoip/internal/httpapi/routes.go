@@ -206,7 +206,7 @@ func (a *API) register() {
 				out[i] = invalidLocation(text)
 				continue
 			}
-			if err := a.resolve(addr, &ans); err != nil {
+			if err := a.resolve(addr, &ans, true); err != nil {
 				return apiserver.Response[batchHeaders, []Location]{}, err
 			}
 			out[i] = ans.loc
@@ -254,7 +254,7 @@ func (a *API) serveCaller(c *apiserver.Context[struct{}], f format, callback str
 
 func (a *API) serveRecord(addr netip.Addr, sc scope, f format, callback string) (recordAnswer, error) {
 	var ans answer
-	if err := a.resolve(addr, &ans); err != nil {
+	if err := a.resolve(addr, &ans, f.name != "json" && f.name != "jsonp"); err != nil {
 		return recordAnswer{}, err
 	}
 	var body []byte
@@ -279,7 +279,7 @@ func (a *API) serveRecord(addr netip.Addr, sc scope, f format, callback string) 
 
 func (a *API) serveText(addr netip.Addr, sc scope, get func(*Location) string) (textAnswer, error) {
 	var ans answer
-	if err := a.resolve(addr, &ans); err != nil {
+	if err := a.resolve(addr, &ans, true); err != nil {
 		return textAnswer{}, err
 	}
 	return respond[string](a, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)), ""), nil

@@ -17,26 +17,31 @@ func (d *DB) directDB11() bool {
 // decodeDB11 reads a DB11 row's cells as ip2location-go's Get_all would fill them (country
 // pair, region, city, latitude, longitude, zip code, time zone), without its per-string
 // 256-byte reads, copies and the address's text round trip: the row is already found, in
-// memory. toRecord maps the result the same way for both paths.
-func (d *DB) decodeDB11(r row) ip2location.IP2Locationrecord {
+// memory. toRecord maps the result the same way for both paths. inPlace leaves the strings
+// in the file's memory (LookupInPlace) instead of copying them to the heap.
+func (d *DB) decodeDB11(r row, inPlace bool) ip2location.IP2Locationrecord {
+	str := readString
+	if inPlace {
+		str = readStringInPlace
+	}
 	c := r.cells
 	country := binary.LittleEndian.Uint32(c[0:])
 	return ip2location.IP2Locationrecord{
-		Country_short: readString(d.data, country),
-		Country_long:  readString(d.data, country+3),
-		Region:        readString(d.data, binary.LittleEndian.Uint32(c[4:])),
-		City:          readString(d.data, binary.LittleEndian.Uint32(c[8:])),
+		Country_short: str(d.data, country),
+		Country_long:  str(d.data, country+3),
+		Region:        str(d.data, binary.LittleEndian.Uint32(c[4:])),
+		City:          str(d.data, binary.LittleEndian.Uint32(c[8:])),
 		Latitude:      math.Float32frombits(binary.LittleEndian.Uint32(c[db11Lat:])),
 		Longitude:     math.Float32frombits(binary.LittleEndian.Uint32(c[db11Lon:])),
-		Zipcode:       readString(d.data, binary.LittleEndian.Uint32(c[20:])),
-		Timezone:      readString(d.data, binary.LittleEndian.Uint32(c[db11Zone:])),
+		Zipcode:       str(d.data, binary.LittleEndian.Uint32(c[20:])),
+		Timezone:      str(d.data, binary.LittleEndian.Uint32(c[db11Zone:])),
 	}
 }
 
 // lookupRow answers addr from the row directly when it can, reporting ok false when the
 // caller must ask ip2location-go (other types, files read per lookup, 6to4 and Teredo
 // addresses, which the library answers from the IPv4 rows). The caller holds libMu.
-func (d *DB) lookupRow(addr netip.Addr) (ip2location.IP2Locationrecord, netip.Prefix, bool) {
+func (d *DB) lookupRow(addr netip.Addr, inPlace bool) (ip2location.IP2Locationrecord, netip.Prefix, bool) {
 	if !d.directDB11() {
 		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
 	}
@@ -44,5 +49,5 @@ func (d *DB) lookupRow(addr netip.Addr) (ip2location.IP2Locationrecord, netip.Pr
 	if !r.valid || len(r.cells) < db11Zone+4 {
 		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
 	}
-	return d.decodeDB11(r), d.rowNetwork(addr, r), true
+	return d.decodeDB11(r, inPlace), d.rowNetwork(addr, r), true
 }

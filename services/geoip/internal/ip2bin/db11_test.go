@@ -6,13 +6,15 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
-// sameAnswers holds the direct DB11 reader to ip2location-go's answers.
+// sameAnswers holds the direct DB11 reader to ip2location-go's answers, and its in-place
+// lookups to its copying ones.
 func sameAnswers(t *testing.T, db *ip2bin.DB, addrs []netip.Addr) {
 	t.Helper()
 	if !ip2bin.Direct(db) {
@@ -34,6 +36,15 @@ func sameAnswers(t *testing.T, db *ip2bin.DB, addrs []netip.Addr) {
 		want, err := ip2bin.LookupViaLibrary(db, a)
 		if err != nil {
 			t.Fatal(err)
+		}
+		inPlace, err := db.LookupInPlace(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(inPlace, got) || inPlace.Network != got.Network {
+			if bad++; bad <= 10 {
+				t.Errorf("%s:\n in place %+v\n copied   %+v", a, inPlace, got)
+			}
 		}
 		if !equal(got, want) || got.Network != want.Network {
 			if bad++; bad <= 10 {
@@ -165,4 +176,44 @@ func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 		t.Fatalf("%d of %d addresses not found by the index", missed, len(addrs))
 	}
 	sameAnswers(t, db, addrs)
+}
+
+// TestInPlaceLookupMatchesTheCopy holds LookupInPlace to Lookup: the same record, its
+// strings only not copied out of the file (they point into it).
+func TestInPlaceLookupMatchesTheCopy(t *testing.T) {
+	data := fixture(t, binwriter.Options{})
+	db, err := ip2bin.OpenBytes(data, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	inFile := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+		return p >= start && p < start+uintptr(len(data))
+	}
+	located := 0
+	for _, a := range append(randomAddrs(20000), netip.MustParseAddr("8.8.8.8")) {
+		want, err := db.Lookup(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.LookupInPlace(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(got, want) || got.Network != want.Network {
+			t.Fatalf("%s:\n in place %+v\n copied   %+v", a, got, want)
+		}
+		if want.City == "" || !ip2bin.FindsRow(db, a) {
+			continue
+		}
+		located++
+		if !inFile(got.City) || !inFile(got.Country) || inFile(want.City) {
+			t.Fatalf("%s: the in-place city is not the file's bytes, or the copy is", a)
+		}
+	}
+	if located == 0 {
+		t.Fatal("no located address among those tried")
+	}
 }

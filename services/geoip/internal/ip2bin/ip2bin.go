@@ -158,7 +158,17 @@ func (d *DB) Close() error {
 
 // Lookup answers for addr. IPv4-mapped addresses are looked up as IPv4 (the library does
 // the same for 6to4 and Teredo addresses, by design of the format).
-func (d *DB) Lookup(addr netip.Addr) (rec lookup.Record, err error) {
+func (d *DB) Lookup(addr netip.Addr) (lookup.Record, error) { return d.lookup(addr, false) }
+
+// LookupInPlace is Lookup with the strings of a directly read row (a DB11 file held in
+// memory) pointing into the file's memory instead of copied out of it (see
+// lookup.InPlaceDB): valid until Close, which the caller must keep from happening while it
+// reads them. Rows answered through ip2location-go have copied strings either way.
+func (d *DB) LookupInPlace(addr netip.Addr) (lookup.Record, error) { return d.lookup(addr, true) }
+
+var _ lookup.InPlaceDB = (*DB)(nil)
+
+func (d *DB) lookup(addr netip.Addr, inPlace bool) (rec lookup.Record, err error) {
 	if !addr.IsValid() {
 		return lookup.Record{}, lookup.ErrInvalidAddress
 	}
@@ -170,7 +180,7 @@ func (d *DB) Lookup(addr netip.Addr) (rec lookup.Record, err error) {
 		}
 	}()
 	addr = addr.Unmap()
-	r, network, err := d.getAll(addr)
+	r, network, err := d.getAll(addr, inPlace)
 	if err != nil {
 		return lookup.Record{}, fmt.Errorf("bin lookup %s: %w", addr, err)
 	}
@@ -183,13 +193,13 @@ func (d *DB) Lookup(addr netip.Addr) (rec lookup.Record, err error) {
 
 // getAll holds libMu through a deferred unlock, so a panic on corrupt data cannot leave it
 // locked.
-func (d *DB) getAll(addr netip.Addr) (ip2location.IP2Locationrecord, netip.Prefix, error) {
+func (d *DB) getAll(addr netip.Addr, inPlace bool) (ip2location.IP2Locationrecord, netip.Prefix, error) {
 	libMu.RLock()
 	defer libMu.RUnlock()
 	if d.closed {
 		return ip2location.IP2Locationrecord{}, netip.Prefix{}, ErrClosed
 	}
-	if r, network, ok := d.lookupRow(addr); ok {
+	if r, network, ok := d.lookupRow(addr, inPlace); ok {
 		return r, network, nil
 	}
 	r, err := d.db.Get_all(addr.String())

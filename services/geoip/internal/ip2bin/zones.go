@@ -3,6 +3,7 @@ package ip2bin
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
@@ -65,4 +66,18 @@ func readString(data []byte, ptr uint32) string {
 		return ""
 	}
 	return string(data[p+1 : p+1+n])
+}
+
+// readStringInPlace is readString without the copy: the string is data's own bytes, valid
+// for as long as data is (see DB.LookupInPlace).
+func readStringInPlace(data []byte, ptr uint32) string {
+	p := int(ptr)
+	if p < 0 || p >= len(data) {
+		return ""
+	}
+	n := int(data[p])
+	if n == 0 || p+1+n > len(data) {
+		return ""
+	}
+	return unsafe.String(&data[p+1], n)
 }

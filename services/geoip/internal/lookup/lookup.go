@@ -5,9 +5,11 @@ package lookup
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,6 +71,38 @@ type DB interface {
 	Lookup(addr netip.Addr) (Record, error)
 	Info() Info
 	Close() error
+}
+
+// InPlaceDB is a DB that can answer without copying its strings out of its memory: the
+// strings of a record from LookupInPlace point into the database itself (for a BIN loaded
+// with ip2bin.Load, memory outside the Go heap that Close unmaps) and are valid only while
+// it stays open. The caller keeps it open for as long as it reads them (dbfile.Manager.Borrow
+// holds its read lock until the Lease is released) and copies what it keeps (Record.Own).
+// On the answer path this saves a heap copy of every string per lookup.
+type InPlaceDB interface {
+	LookupInPlace(addr netip.Addr) (Record, error)
+}
+
+// Lease keeps the database a record was read from open; Release ends it, after which the
+// record's strings must not be read unless they were copied (Record.Own).
+type Lease interface {
+	Release()
+}
+
+// Own returns rec with every string copied to the Go heap, for keeping past its Lease.
+func (r Record) Own() Record {
+	r.Country, r.CountryName = strings.Clone(r.Country), strings.Clone(r.CountryName)
+	r.Region, r.RegionCode = strings.Clone(r.Region), strings.Clone(r.RegionCode)
+	r.City, r.Postal = strings.Clone(r.City), strings.Clone(r.Postal)
+	r.TimeZone, r.UTCOffset, r.Org = strings.Clone(r.TimeZone), strings.Clone(r.UTCOffset), strings.Clone(r.Org)
+	if r.Extra != nil {
+		extra := make(map[string]string, len(r.Extra))
+		for k, v := range r.Extra {
+			extra[strings.Clone(k)] = strings.Clone(v)
+		}
+		r.Extra = extra
+	}
+	return r
 }
 
 // TimeZoner fills Record.TimeZone when the database had none and Record.UTCOffset for the
@@ -187,7 +221,31 @@ func formatOffset(seconds int) string {
 // served as 37.422 and not as 37.42200088500977. The converter derives time zones from
 // coordinates widened the same way, so a zone it stores is the one a reader deriving from
 // the stored coordinates would find.
+//
+// Every BIN lookup widens two coordinates, and the text round trip costs about 1 % of the
+// server's CPU, so recent results are kept in widened: a direct-mapped table of float64
+// bits, which needs no key beside the value: the float32 a widened value came from is that
+// value rounded back to float32 (the shortest decimal of f lies within f's rounding
+// interval, and the float64 nearest it is within 1e-16 of it, nowhere near the interval's
+// ends), so a slot answers for f exactly when its value rounds back to f's bits.
 func WidenFloat32(f float32) float64 {
+	bits := math.Float32bits(f)
+	slot := &widened[(bits*0x9e3779b1)>>(32-widenBits)]
+	if v := math.Float64frombits(slot.Load()); math.Float32bits(float32(v)) == bits {
+		return v // an empty slot holds +0, which is +0's own widening
+	}
+	v := widen(f)
+	if math.Float32bits(float32(v)) == bits { // always, but for NaN payloads
+		slot.Store(math.Float64bits(v))
+	}
+	return v
+}
+
+const widenBits = 14 // 16,384 slots, 128 KB
+
+var widened [1 << widenBits]atomic.Uint64
+
+func widen(f float32) float64 {
 	var buf [32]byte
 	b := strconv.AppendFloat(buf[:0], float64(f), 'g', -1, 32)
 	v, err := strconv.ParseFloat(string(b), 64)

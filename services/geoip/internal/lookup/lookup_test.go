@@ -2,6 +2,9 @@ package lookup_test
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/apistack/platform/services/geoip/internal/lookup"
@@ -135,5 +138,30 @@ func TestFoundNeedsData(t *testing.T) {
 	}
 	if !(lookup.Record{Country: "US"}).Found() {
 		t.Error("record with a country not found")
+	}
+}
+
+// TestWidenFloat32MatchesTheTextRoundTrip holds the memoised widening to the text round
+// trip it saves, on coordinates and on any float32 bits (NaN, infinities, -0 included),
+// asked twice so the second answer comes from the table.
+func TestWidenFloat32MatchesTheTextRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	values := []float32{0, float32(math.Copysign(0, -1)), 37.422, -122.085, 180, -180, 90, -90, 1e-45,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32}
+	for i := 0; i < 200000; i++ {
+		values = append(values, float32(r.Float64()*360-180), math.Float32frombits(r.Uint32()))
+	}
+	for _, f := range values {
+		var buf [32]byte
+		want, err := strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], float64(f), 'g', -1, 32)), 64)
+		if err != nil {
+			want = float64(f)
+		}
+		for range 2 {
+			got := lookup.WidenFloat32(f)
+			if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("WidenFloat32(%v, bits %#x) = %v, want %v", f, math.Float32bits(f), got, want)
+			}
+		}
 	}
 }

@@ -6,6 +6,7 @@ package tz
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +156,10 @@ func (z *Finder) zone(name string) *zone {
 		}
 	}
 	// Only names time.LoadLocation knows are stored, so the map stays bounded by the IANA
-	// database whatever the records hold.
+	// database whatever the records hold. The name is copied first: it may be a record's
+	// string read in place from a database that is closed later (lookup.InPlaceDB), and
+	// both the map and the Location keep it.
+	name = strings.Clone(name)
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil
