@@ -33,8 +33,8 @@ type SendResult struct {
 // "!" message) is asked at once (Store.ReadForSend), then the message is
 // appended, with the slow-mode gate in the same step; a command adds its
 // cooldown, count and reply. On a replica busy delivering, each sequential
-// round trip costs a scheduler wake-up, so their number bounds how many
-// sends a replica accepts (issue 12).
+// round trip waits for the goroutine to be scheduled again, so fewer of
+// them make a send return sooner (issue 12).
 func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResult, error) {
 	channel, err := NormalizeChannel(in.Channel)
 	if err != nil {

@@ -56,14 +56,12 @@
 // take connections from its head, write what each has queued as one
 // frame (joined up to Batch events) and put it back at the tail while
 // more is queued. Why: with a writer per socket, one event readied ~500
-// goroutines per replica, and while every P has runnable goroutines the
-// Go scheduler looks at the network poller only when a P runs dry or from
-// sysmon, about every 10 ms; each of a send's Redis round trips then
-// waited that long to be noticed, sends arrived one by one, and each
-// event went out alone: one write syscall per event per socket, the most
-// expensive equilibrium (on one Redis: 117 sends/s accepted, 1.43 events
-// per frame, the CPU saturated by writes). Bounded runners leave a P to
-// the network, so replies are read as they come, and a pass over the FIFO
+// goroutines per replica, each woken and parked again to write one event,
+// and they filled the run queues that HTTP requests and Redis replies wait
+// in; sends were slow, arrived one by one, and each event went out alone:
+// one write syscall per event per socket, the most expensive equilibrium
+// (on one Redis: 1.3-1.4 events per frame). Bounded runners leave a P to
+// the network, wake no goroutine per subscriber, and a pass over the FIFO
 // writes in one frame everything that arrived meanwhile: at saturation
 // frames carry many events and a socket costs one write per batch, while
 // at moderate rates each event costs one write and no delay. A write to a

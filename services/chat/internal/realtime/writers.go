@@ -26,14 +26,15 @@ func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 // back at the tail while more is queued. A connection is written by at
 // most one runner at a time, so its frames keep their order.
 //
-// Why not a goroutine per connection: an event readies one writer per
-// subscriber, and while every P has runnable goroutines the scheduler
-// looks at the network poller only when a P runs dry or from sysmon
-// (about every 10 ms), so Redis replies and HTTP requests waited that
-// long behind the fan-out, sends slowed down, arrived one by one and were
-// written one event per frame: the most expensive way. With max runners
-// (fewer than the Ps) a P stays free for the network, and a pass over the
-// FIFO writes, in one frame per socket, everything that arrived meanwhile.
+// Why not a goroutine per connection: an event readied one writer per
+// subscriber (500 per replica in the 1,000-subscriber benchmark), each
+// woken and parked again for a write of one event, and those goroutines
+// filled the run queues that HTTP requests and Redis replies wait in. With
+// max runners (fewer than the Ps) a P stays free for them, no goroutine
+// is woken per subscriber, and a pass over the FIFO writes, in one frame
+// per socket, everything that arrived meanwhile: at saturation 1.6 events
+// per frame instead of 1.3, and 15-25 % less CPU per delivery
+// (docs/benchmarks.md, issue 12).
 //
 // A write that does not return within stuckWrite (a slow peer) marks its
 // runner stuck and the pool starts another, so max runners are always
