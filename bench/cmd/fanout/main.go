@@ -23,6 +23,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(fanout.SenderChildEnv) != "" { // started by Run with -send-process
+		os.Exit(fanout.SenderChildMain())
+	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fanout:", err)
 		os.Exit(1)
@@ -107,6 +110,7 @@ func run(args []string, stdout io.Writer) error {
 	pause := fs.Duration("pause", 2*time.Second, "pause between runs, for the servers to settle")
 	warmupTimeout := fs.Duration("warmup-timeout", 15*time.Second, "how long to wait for every subscriber to receive a warm-up message")
 	dialParallel := fs.Int("dial-parallel", 32, "concurrent WebSocket handshakes")
+	sendProcess := fs.Bool("send-process", true, "send the measured messages from a child process, so that reading 1,000 sockets does not hold the sends up (false: from this process, as before)")
 	jsonOut := fs.String("json", "", "also write a JSON report to this `file` (\"-\": JSON on stdout instead of text)")
 	cpuProfile := fs.String("cpuprofile", "", "write the driver's CPU profile to this `file`")
 	if err := fs.Parse(args); err != nil {
@@ -201,7 +205,7 @@ func run(args []string, stdout io.Writer) error {
 			SubscribeBases: t.Subscribe, SendBases: t.Send, Channel: *channel, Channels: nch,
 			Subscribers: nsubs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
 			Duration: *dur, Grace: *grace, MaxMessages: *maxMsgs, Token: *token,
-			WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel,
+			WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel, SendProcess: *sendProcess,
 		})
 		if err != nil {
 			return nil, err

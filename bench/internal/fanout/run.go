@@ -50,6 +50,10 @@ type Config struct {
 	WarmupTimeout time.Duration // how long to wait for every subscriber to see a warm-up message
 	DialParallel  int           // concurrent WebSocket handshakes
 	SendTimeout   time.Duration
+	// SendProcess runs the measured sends in a child process (this same
+	// executable, started with SenderChildEnv set; see sendproc.go), so the
+	// subscribers' reading does not hold them up.
+	SendProcess bool
 }
 
 func (c *Config) fill() error {
@@ -110,6 +114,15 @@ func (c *Config) fill() error {
 		return fmt.Errorf("send timeout %s above 1m", c.SendTimeout)
 	}
 	return nil
+}
+
+// newSendClient is the HTTP client of the sends, InFlight connections per base.
+func newSendClient(cfg Config) *http.Client {
+	return &http.Client{
+		Transport:     netguard.Transport(cfg.InFlight),
+		Timeout:       cfg.SendTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // channel names channel k of the run.
@@ -177,12 +190,14 @@ type counter struct {
 	m  map[string]int64
 }
 
-func (c *counter) add(kind string) {
+func (c *counter) add(kind string) { c.addN(kind, 1) }
+
+func (c *counter) addN(kind string, n int64) {
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]int64{}
 	}
-	c.m[kind]++
+	c.m[kind] += n
 	c.mu.Unlock()
 }
 
@@ -229,13 +244,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	wsClient := &http.Client{Transport: netguard.Transport(cfg.DialParallel)}
 	defer wsClient.CloseIdleConnections()
-	sendTr := netguard.Transport(cfg.InFlight)
-	defer sendTr.CloseIdleConnections()
-	sendClient := &http.Client{
-		Transport:     sendTr,
-		Timeout:       cfg.SendTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	sendClient := newSendClient(cfg)
+	defer sendClient.CloseIdleConnections()
 
 	var readers sync.WaitGroup
 	subs := r.dial(ctx, wsClient, &readers)
@@ -258,7 +268,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sent := NewSentSet(total)
 	var sendLat hist.Histogram
 	firstSend := time.Now()
-	sendEnd, issued := s.measure(ctx, sent, total, &sendLat)
+	ack := func(n int64, took time.Duration) {
+		sent.Mark(n)
+		sendLat.RecordDuration(took)
+	}
+	var sendEnd time.Time
+	var issued int64
+	if cfg.SendProcess {
+		var err error
+		if sendEnd, issued, err = s.measureInChild(ctx, total, ack); err != nil {
+			return nil, err
+		}
+	} else {
+		sendEnd, issued = s.measure(ctx, total, ack)
+	}
 
 	// wait for deliveries: all acknowledged messages at every subscriber, or the grace ends
 	perChannel := make([]int64, cfg.Channels)
@@ -423,7 +446,7 @@ func (r *run) warmup(ctx context.Context, s *sender, subs []*sub) int {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				if kind := s.post(ctx, FormatWarmup(r.id, k, time.Now()), r.cfg.channel(ch), nil); kind != "" {
+				if kind, _ := s.post(ctx, FormatWarmup(r.id, k, time.Now()), r.cfg.channel(ch)); kind != "" {
 					s.errs.add("warm-up " + kind)
 				}
 			})
@@ -453,17 +476,17 @@ type sender struct {
 }
 
 // post sends one message; it answers "" when the server acknowledged it (2xx) and
-// the kind of failure otherwise.
-func (s *sender) post(ctx context.Context, text, channel string, lat *hist.Histogram) string {
+// the kind of failure otherwise, and how long the request took.
+func (s *sender) post(ctx context.Context, text, channel string) (string, time.Duration) {
 	cfg := s.run.cfg
 	base := cfg.SendBases[int(s.next.Add(1))%len(cfg.SendBases)]
 	body, err := json.Marshal(chatwire.SendBody{Message: text, Channel: channel})
 	if err != nil {
-		return "encode"
+		return "encode", 0
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, chatwire.SendURL(base), bytes.NewReader(body))
 	if err != nil {
-		return "bad request"
+		return "bad request", 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if cfg.Token != "" {
@@ -472,22 +495,20 @@ func (s *sender) post(ctx context.Context, text, channel string, lat *hist.Histo
 	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return netguard.ErrorKind(err)
+		return netguard.ErrorKind(err), 0
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Sprintf("status %d", resp.StatusCode)
+		return fmt.Sprintf("status %d", resp.StatusCode), 0
 	}
-	if lat != nil {
-		lat.RecordDuration(time.Since(t0))
-	}
-	return ""
+	return "", time.Since(t0)
 }
 
 // measure sends the measured messages, paced at Rate or as fast as InFlight allows,
-// and returns when the last send has finished and how many sequence numbers it used.
-func (s *sender) measure(ctx context.Context, sent *SentSet, total int64, lat *hist.Histogram) (time.Time, int64) {
+// calls ack for each one the server acknowledged (from several goroutines), and
+// returns when the last send has finished and how many sequence numbers it used.
+func (s *sender) measure(ctx context.Context, total int64, ack func(n int64, took time.Duration)) (time.Time, int64) {
 	cfg := s.run.cfg
 	start := time.Now()
 	stop := start.Add(cfg.Duration)
@@ -526,8 +547,8 @@ func (s *sender) measure(ctx context.Context, sent *SentSet, total int64, lat *h
 						return
 					}
 				}
-				if kind := s.post(ctx, FormatText(s.run.id, n, time.Now()), cfg.channel(int(n%int64(cfg.Channels))), lat); kind == "" {
-					sent.Mark(n)
+				if kind, took := s.post(ctx, FormatText(s.run.id, n, time.Now()), cfg.channel(int(n%int64(cfg.Channels)))); kind == "" {
+					ack(n, took)
 				} else if ctx.Err() == nil {
 					s.errs.add(kind)
 				}
