@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,45 +83,6 @@ func testAppendGates(t *testing.T, e engine) {
 	}
 }
 
-// tripCounter is a go-redis hook counting round trips: a command or a
-// pipeline (however many commands it carries) is one.
-type tripCounter struct {
-	mu    sync.Mutex
-	trips []string
-}
-
-func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.add(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-
-func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		names := make([]string, len(cmds))
-		for i, x := range cmds {
-			names[i] = x.Name()
-		}
-		c.add("pipeline(" + strings.Join(names, " ") + ")")
-		return next(ctx, cmds)
-	}
-}
-
-func (c *tripCounter) add(s string) { c.mu.Lock(); c.trips = append(c.trips, s); c.mu.Unlock() }
-
-func (c *tripCounter) during(f func()) []string {
-	c.mu.Lock()
-	c.trips = nil
-	c.mu.Unlock()
-	f()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.trips...)
-}
-
 // TestHeldSendRoundTrips bounds the Redis round trips of a WebSocket send
 // (a Held sender, read again): one pipeline for the user, the filters, the
 // channel's settings and the send limit, then the append with the
@@ -136,7 +96,7 @@ func TestHeldSendRoundTrips(t *testing.T) {
 	}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	trips := &tripCounter{}
+	trips := &redistest.Trips{}
 	rdb.AddHook(trips)
 	store := redisstore.New(rdb, redisstore.Options{Prefix: "trips:"})
 	svc := chat.NewService(store, chat.Options{SendLimit: chat.DefaultSendLimit})
@@ -152,7 +112,7 @@ func TestHeldSendRoundTrips(t *testing.T) {
 	must[chat.SendResult](t)(svc.Send(ctx, chat.Held(admin), chat.SendInput{Channel: "slow", Message: "warm up"}))
 	must[chat.SendResult](t)(svc.Send(ctx, chat.Held(v), chat.SendInput{Message: "warm up"}))
 	for _, c := range []struct{ channel, text string }{{"", "plain"}, {"slow", "in slow mode"}} {
-		got := trips.during(func() {
+		got := trips.During(func() {
 			must[chat.SendResult](t)(svc.Send(ctx, chat.Held(v), chat.SendInput{Channel: c.channel, Message: c.text}))
 		})
 		t.Logf("%s: %d round trips: %s", c.text, len(got), strings.Join(got, ", "))
@@ -161,7 +121,7 @@ func TestHeldSendRoundTrips(t *testing.T) {
 		}
 	}
 	// A fresh sender (read by this request) is not read again.
-	got := trips.during(func() {
+	got := trips.During(func() {
 		must[chat.SendResult](t)(svc.Send(ctx, chat.Fresh(admin), chat.SendInput{Message: "fresh"}))
 	})
 	if len(got) != 2 || strings.Contains(got[0], "hgetall hgetall") {
@@ -174,7 +134,7 @@ func TestHeldSendRoundTrips(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got = trips.during(func() {
+	got = trips.During(func() {
 		r := must[chat.SendResult](t)(svc.Send(ctx, chat.Held(v), chat.SendInput{Message: "!hi"}))
 		if r.Reply == nil || r.Reply.Text != "hi viewer" {
 			t.Errorf("after SCRIPT FLUSH: reply %+v", r.Reply)
@@ -185,7 +145,7 @@ func TestHeldSendRoundTrips(t *testing.T) {
 	if err := svc.DeleteUser(ctx, admin, v.ID); err != nil {
 		t.Fatal(err)
 	}
-	got = trips.during(func() {
+	got = trips.During(func() {
 		_, err = svc.Send(ctx, chat.Held(v), chat.SendInput{Message: "gone"})
 	})
 	var ce *chat.Error

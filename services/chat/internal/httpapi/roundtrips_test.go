@@ -1,60 +1,15 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
-
-// roundTrips is a go-redis hook that records every round trip the store's
-// client makes: one entry per command, one per pipeline (however many
-// commands it carries).
-type roundTrips struct {
-	mu    sync.Mutex
-	trips []string
-}
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.add(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		names := make([]string, len(cmds))
-		for i, c := range cmds {
-			names[i] = c.Name()
-		}
-		r.add("pipeline(" + strings.Join(names, " ") + ")")
-		return next(ctx, cmds)
-	}
-}
-
-func (r *roundTrips) add(s string) { r.mu.Lock(); r.trips = append(r.trips, s); r.mu.Unlock() }
-
-// during returns the round trips f made.
-func (r *roundTrips) during(f func()) []string {
-	r.mu.Lock()
-	r.trips = nil
-	r.mu.Unlock()
-	f()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.trips...)
-}
 
 // TestSendRoundTrips bounds the Redis round trips of one HTTP send (issue
 // 12): on a busy replica each sequential round trip waits for the Go
@@ -64,7 +19,7 @@ func (r *roundTrips) during(f func()) []string {
 // channel settings, the send limit) go in one pipeline.
 func TestSendRoundTrips(t *testing.T) {
 	rs := redistest.Start(t)
-	trips := &roundTrips{}
+	trips := &redistest.Trips{}
 	s := newStack(t, engine{name: "redis", redis: rs}, stackOptions{storeHook: trips, sendLimit: chat.DefaultSendLimit})
 	_, viewer := s.user(chat.RoleViewer)
 	s.must(201, "POST", "/api/v1/commands", adminToken, map[string]any{"command": "hello", "response": "hi ${user}", "cooldown_seconds": 0, "user_cooldown_seconds": 1}, nil)
@@ -94,7 +49,7 @@ func TestSendRoundTrips(t *testing.T) {
 		{"viewer command", viewer, "", "!hello", 6},
 	}
 	for _, c := range cases {
-		got := trips.during(func() {
+		got := trips.During(func() {
 			m := s.send(c.token, c.channel, c.text)
 			if strings.HasPrefix(c.text, "!") && m.Reply == nil {
 				t.Errorf("%s: no bot reply", c.name)
@@ -107,7 +62,7 @@ func TestSendRoundTrips(t *testing.T) {
 	}
 	// A message slow mode refuses costs no more, and stores nothing.
 	before := len(s.messages("?channel=slow"))
-	got := trips.during(func() {
+	got := trips.During(func() {
 		errorBody(t, s.call("POST", "/api/v1/messages/send", viewer, map[string]any{"channel": "slow", "message": "too soon"}), 429)
 	})
 	t.Logf("refused by slow mode: %d round trips: %s", len(got), strings.Join(got, ", "))
