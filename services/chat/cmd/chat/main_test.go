@@ -116,3 +116,27 @@ func TestRunRefusesStrayArguments(t *testing.T) {
 		}
 	}
 }
+
+// serveChat runs the service in process with env until the test ends and
+// returns its address once /readyz answers 200.
+func serveChat(t *testing.T, env map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var logs syncBuffer
+	go func() { done <- run(ctx, nil, envOf(env), &logs, &logs) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := "127.0.0.1:" + env["PORT"]
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

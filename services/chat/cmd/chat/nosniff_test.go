@@ -16,27 +16,9 @@ import (
 // (the browser page, errors) and the WebSocket route's refusals before the
 // upgrade, carries X-Content-Type-Options: nosniff.
 func TestEveryAnswerCarriesNosniff(t *testing.T) {
-	port := freePort(t)
-	env := map[string]string{"PORT": port, "CHAT_ADMIN_TOKEN": "nosniff-test-token-0123456789",
+	env := map[string]string{"PORT": freePort(t), "CHAT_ADMIN_TOKEN": "nosniff-test-token-0123456789",
 		"CORS_ORIGIN": "https://good.example", "CHAT_WS_MAX_SOCKETS_PER_IP": "1", "RATE_LIMIT_MAX": "40", "RATE_LIMIT_WINDOW": "1h"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs syncBuffer
-	go func() { done <- run(ctx, nil, envOf(env), &logs, &logs) }()
-	defer func() { cancel(); <-done }()
-	addr := "127.0.0.1:" + port
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr := serveChat(t, env)
 	// exchange sends one raw request and reads the answer's head.
 	exchange := func(raw string) *http.Response {
 		t.Helper()

@@ -18,26 +18,8 @@ import (
 // forever, even for a rate-limited client, because the route lifted the read
 // deadlines before the limiter and the handshake checks ran.
 func TestWebSocketRouteKeepsDeadlinesUntilAccepted(t *testing.T) {
-	port := freePort(t)
-	env := map[string]string{"PORT": port, "CHAT_ADMIN_TOKEN": "ws-deadline-token-0123456789", "RATE_LIMIT_MAX": "3", "RATE_LIMIT_WINDOW": "1h"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs syncBuffer
-	go func() { done <- run(ctx, nil, envOf(env), &logs, &logs) }()
-	defer func() { cancel(); <-done }()
-	addr := "127.0.0.1:" + port
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	env := map[string]string{"PORT": freePort(t), "CHAT_ADMIN_TOKEN": "ws-deadline-token-0123456789", "RATE_LIMIT_MAX": "3", "RATE_LIMIT_WINDOW": "1h"}
+	addr := serveChat(t, env)
 	// The server's read timeout is 30 s; the socket must be closed long before.
 	const within = 5 * time.Second
 	exchange := func(raw string) string {
