@@ -75,16 +75,10 @@ type errorEvent struct {
 // ParseFrame calls fn for each event in a text frame holding one or more JSON objects
 // separated by newlines. Unknown types are passed through with only Type set.
 func ParseFrame(frame []byte, fn func(Event)) error {
-	for len(frame) > 0 {
-		line := frame
-		if i := bytes.IndexByte(frame, '\n'); i >= 0 {
-			line, frame = frame[:i], frame[i+1:]
-		} else {
-			frame = nil
-		}
+	return eachLine(frame, func(line []byte) error {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
-			continue
+			return nil
 		}
 		var w wireEvent
 		err := json.Unmarshal(line, &w)
@@ -111,8 +105,8 @@ func ParseFrame(frame []byte, fn func(Event)) error {
 			ev.Code, ev.ErrorText = e.Code, e.Message
 		}
 		fn(ev)
-	}
-	return nil
+		return nil
+	})
 }
 
 // ScanFrame is ParseFrame for a reader that needs only the id and text of message
@@ -123,6 +117,17 @@ func ParseFrame(frame []byte, fn func(Event)) error {
 // to onEvent. A generator reading hundreds of thousands of deliveries a second spends
 // most of its CPU in encoding/json otherwise.
 func ScanFrame(frame []byte, onMessage func(id int64, text []byte), onEvent func(Event)) error {
+	return eachLine(frame, func(line []byte) error {
+		if id, text, ok := scanMessage(line); ok {
+			onMessage(id, text)
+			return nil
+		}
+		return ParseFrame(line, onEvent)
+	})
+}
+
+// eachLine calls fn for each newline-separated line of a frame, until fn fails.
+func eachLine(frame []byte, fn func(line []byte) error) error {
 	for len(frame) > 0 {
 		line := frame
 		if i := bytes.IndexByte(frame, '\n'); i >= 0 {
@@ -130,11 +135,7 @@ func ScanFrame(frame []byte, onMessage func(id int64, text []byte), onEvent func
 		} else {
 			frame = nil
 		}
-		if id, text, ok := scanMessage(line); ok {
-			onMessage(id, text)
-			continue
-		}
-		if err := ParseFrame(line, onEvent); err != nil {
+		if err := fn(line); err != nil {
 			return err
 		}
 	}
