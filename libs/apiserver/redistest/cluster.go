@@ -8,10 +8,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Cluster is a Redis Cluster of primaries (no replicas) owned by a test:
@@ -143,4 +146,76 @@ func command(addr string, args ...string) (string, error) {
 	buf := make([]byte, 8192)
 	n, err := c.Read(buf)
 	return string(buf[:n]), err
+}
+
+// MoveSlot moves a hash slot, with its keys, from the node that owns it to
+// the next one in Nodes, the way redis-cli --cluster reshard does: mark it
+// importing on the target and migrating on the owner, MIGRATE its keys,
+// then give it to the target on every node. The old owner then ends the
+// shard Pub/Sub subscriptions of the slot (it sends them sunsubscribe).
+// It returns the indexes of the old and the new owner in Nodes.
+func (c *Cluster) MoveSlot(tb testing.TB, slot int) (from, to int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(c.Nodes))
+	ids := make([]string, len(c.Nodes))
+	for i, s := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr()})
+		defer clients[i].Close()
+		id, err := clients[i].ClusterMyID(ctx).Result()
+		if err != nil {
+			tb.Fatalf("redistest: CLUSTER MYID on %s: %v", s.Addr(), err)
+		}
+		ids[i] = id
+	}
+	shards, err := clients[0].ClusterShards(ctx).Result()
+	if err != nil {
+		tb.Fatalf("redistest: CLUSTER SHARDS: %v", err)
+	}
+	from = -1
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int64(slot) < r.Start || int64(slot) > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if i := slices.Index(ids, n.ID); n.Role == "master" && i >= 0 {
+					from = i
+				}
+			}
+		}
+	}
+	if from < 0 {
+		tb.Fatalf("redistest: no node owns slot %d", slot)
+	}
+	to = (from + 1) % len(c.Nodes)
+	must := func(err error, what string) {
+		if err != nil {
+			tb.Fatalf("redistest: move slot %d: %s: %v", slot, what, err)
+		}
+	}
+	must(clients[to].Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from]).Err(), "importing")
+	must(clients[from].Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to]).Err(), "migrating")
+	host, port, _ := net.SplitHostPort(c.Nodes[to].Addr())
+	for {
+		keys, err := clients[from].ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		must(err, "getkeysinslot")
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(clients[from].Do(ctx, args...).Err(), "migrate")
+	}
+	must(clients[to].Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err(), "node on the target")
+	must(clients[from].Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err(), "node on the owner")
+	for i, cl := range clients {
+		if i != from && i != to {
+			must(cl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err(), "node elsewhere")
+		}
+	}
+	return from, to
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,14 @@ import (
 	"github.com/apistack/platform/services/chat/internal/realtime"
 )
 
-var subField = regexp.MustCompile(` sub=(\d+) `)
+var (
+	subField  = regexp.MustCompile(` sub=(\d+) `)
+	ssubField = regexp.MustCompile(` ssub=(\d+) `)
+)
 
 // TestManyChannelsShareOneFeedConnection: a replica serving 100 channels
-// holds one Pub/Sub connection and no blocked one (the engine used to park
+// holds one shard Pub/Sub connection (plus the revocations') and no
+// blocked one (the engine used to park
 // a blocking XREAD per channel on its pool), every channel's messages
 // cross replicas, and once a channel's last subscriber has left (and the
 // linger passed) the replica no longer listens to it.
@@ -50,7 +53,7 @@ func TestManyChannelsShareOneFeedConnection(t *testing.T) {
 		}
 	}
 
-	live, err := rdb.PubSubChannels(ctx, prefix+"{ch:*").Result()
+	live, err := rdb.PubSubShardChannels(ctx, prefix+"{ch:*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,22 +64,26 @@ func TestManyChannelsShareOneFeedConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var subscribers []string
+	var subscribers, shardSubscribers []string
 	blocked := 0
 	for _, line := range strings.Split(strings.TrimSpace(clients), "\n") {
 		if m := subField.FindStringSubmatch(line); m != nil && m[1] != "0" {
 			subscribers = append(subscribers, m[1])
 		}
+		if m := ssubField.FindStringSubmatch(line); m != nil && m[1] != "0" {
+			shardSubscribers = append(shardSubscribers, m[1])
+		}
 		if strings.Contains(line, " flags=b") {
 			blocked++
 		}
 	}
-	// One connection per replica: b's carries the 100 channels and the
-	// revocations, a's the revocations only.
-	sort.Strings(subscribers)
-	if len(subscribers) != 2 || subscribers[0] != "1" || subscribers[1] != fmt.Sprint(channels+1) || blocked != 0 {
-		t.Fatalf("subscribed connections %v and %d blocked for %d channels; want [1 %d] and none blocked:\n%s",
-			subscribers, blocked, channels, channels+1, clients)
+	// b's shard connection carries the 100 channels; each replica has one
+	// more for the revocations; a watches no channel, so holds no shard
+	// connection.
+	if len(subscribers) != 2 || subscribers[0] != "1" || subscribers[1] != "1" ||
+		len(shardSubscribers) != 1 || shardSubscribers[0] != fmt.Sprint(channels) || blocked != 0 {
+		t.Fatalf("subscribed connections %v, shard-subscribed %v and %d blocked for %d channels; want [1 1], [%d] and none blocked:\n%s",
+			subscribers, shardSubscribers, blocked, channels, channels, clients)
 	}
 
 	for _, c := range subs {
@@ -84,7 +91,7 @@ func TestManyChannelsShareOneFeedConnection(t *testing.T) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		live, err := rdb.PubSubChannels(ctx, prefix+"{ch:*").Result()
+		live, err := rdb.PubSubShardChannels(ctx, prefix+"{ch:*").Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func (r *room) unwatch() {
 }
 
 // deliver queues a notice and starts the worker if none runs. It never
-// blocks on the store or a socket: it runs on the feed's goroutine.
+// blocks on the store or a socket: it runs on a feed goroutine.
 func (r *room) deliver(n feed.Notice) {
 	r.mu.Lock()
 	if r.stopped {

@@ -11,7 +11,7 @@ import "github.com/redis/go-redis/v9"
 // "<cut>-1": it drops message <cut> and everything before, but keeps the
 // events that followed <cut>, so a reader whose cursor is <cut> or later
 // lost nothing, which is what the trim mark records.
-// The entry is then announced on the channel's live Pub/Sub channel (see
+// The entry is then announced on the channel's live shard channel (see
 // liveNotice). Gates (slow mode) are passed first, in the same step
 // (passGates): a closed one stores nothing.
 // KEYS: seq, log, trim, deleted, then gates. ARGV: history, event json,
@@ -36,13 +36,13 @@ if cut > 0 then
     for i = from, cut do redis.call('HDEL', KEYS[4], tostring(i)) end
   end
 end
-redis.call('PUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
+redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
 return {id, 0}
 `)
 
 // liveNotice is the Lua that appends an event after the channel's last
 // message ("<last>-*" lets Redis pick the next sequence number) and
-// announces it on the live channel as "<previous entry id> <entry id>
+// announces it on the live shard channel (SPUBLISH) as "<previous entry id> <entry id>
 // <event json>": a replica that delivered up to the previous entry applies
 // the event at once, any other reads the stream. Expects locals logk, seqk
 // (the channel's keys), etype, edata and live.
@@ -52,7 +52,7 @@ local prev = '0-0'
 if #top > 0 then prev = top[1][1] end
 local last = redis.call('GET', seqk) or '0'
 local eid = redis.call('XADD', logk, last .. '-*', 't', etype, 'd', edata)
-redis.call('PUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
+redis.call('SPUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
 `
 
 // appendPending appends a moderation event that a cluster's UpdateUser

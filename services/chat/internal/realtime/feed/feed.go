@@ -47,16 +47,20 @@ type Notice struct {
 // Source is implemented by engines whose log can notify.
 type Source interface {
 	// Subscribe starts a feed that calls fn with the notices of every
-	// channel it watches, and with every revocation, from one goroutine,
-	// in each channel's order. fn must not block: it hands the notice to
+	// channel it watches, and with every revocation. fn may be called from
+	// several goroutines at once (the Redis engine has one per server it
+	// listens to), and a channel's notices come in its order except while
+	// the feed moves the channel from one connection to another (a Redis
+	// Cluster slot moved): a notice is a hint, and a room that gets one
+	// out of order reads its log. fn must not block: it hands the notice to
 	// the channel's worker. Engines announce a revocation in the same step
 	// as the deletion or ban it follows from.
 	Subscribe(fn func(Notice)) (Feed, error)
 }
 
 // Feed is one replica's subscription. Its cost is fixed (the Redis engine
-// uses one connection whatever the number of channels); a channel it does
-// not watch costs it nothing.
+// uses one connection per server whatever the number of channels); a
+// channel it does not watch costs it nothing.
 type Feed interface {
 	// Watch starts notices for channel. Watches are counted: a channel
 	// stays watched until Unwatch was called as often as Watch. Once the
