@@ -1,0 +1,166 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
+)
+
+// keyedDB is a DB whose rows have location keys (dbfile.Manager over a BIN held in
+// memory): the JSON of a row's location data, everything after the address's own keys,
+// is then encoded once and reused for every address whose row shares that data.
+type keyedDB interface {
+	LocationKey(addr netip.Addr) (key lookup.LocationKey, network netip.Prefix, version string, ok bool)
+	BorrowKeyed(addr netip.Addr) (rec lookup.Record, key lookup.LocationKey, version string, keyed bool, lease lookup.Lease, err error)
+	OffsetEnd(zone string, t time.Time) int64
+}
+
+// headFields are the keys of the JSON answer that belong to the address, not to its row's
+// location data: ip, network, version. The rest is a location's fragment.
+const headFields = 3
+
+// fragment is the JSON of a location after the head fields: from ,"city": to the closing
+// brace, as appendJSON writes it.
+type fragment struct {
+	key     lookup.LocationKey
+	version string // database version the key belongs to
+	expires int64  // unix nanoseconds: the cache's TTL, or the end of utc_offset's period
+	found   bool   // the record was found: network is the row's
+	json    []byte
+}
+
+// fragmentCache keeps fragments in a direct-mapped table of atomic pointers, as
+// answerCache keeps answers: bounded, lock-free, a newer fragment replacing whatever held
+// its slot. Under random addresses the rows of far fewer locations than addresses are
+// asked for (on the full DB-IP data, 2 million random IPv4 addresses fall in 139,000
+// locations; 16,384 slots answer 74 % of them), and a hit costs neither the record's
+// strings (cold memory, scattered over the database), nor its time zone, region code and
+// country facts, nor encoding them.
+type fragmentCache struct {
+	slots []atomic.Pointer[fragment]
+	mask  uint64
+	ttl   int64
+}
+
+// newFragmentCache holds up to size fragments, rounded up to a power of two (size <= 0:
+// none).
+func newFragmentCache(size int, ttl time.Duration) *fragmentCache {
+	if size <= 0 {
+		return nil
+	}
+	n := 1
+	for n < size {
+		n <<= 1
+	}
+	return &fragmentCache{slots: make([]atomic.Pointer[fragment], n), mask: uint64(n - 1), ttl: int64(ttl)}
+}
+
+func (c *fragmentCache) slot(key *lookup.LocationKey) *atomic.Pointer[fragment] {
+	return &c.slots[xxhash.Sum64(key[:])&c.mask]
+}
+
+// get returns the fragment of key in database version, if fresh.
+func (c *fragmentCache) get(key *lookup.LocationKey, version string, now int64) *fragment {
+	f := c.slot(key).Load()
+	if f == nil || f.key != *key || f.version != version || now >= f.expires {
+		return nil
+	}
+	return f
+}
+
+func (c *fragmentCache) put(f *fragment) { c.slot(&f.key).Store(f) }
+
+func (c *fragmentCache) purge() {
+	if c == nil {
+		return
+	}
+	for i := range c.slots {
+		c.slots[i].Store(nil)
+	}
+}
+
+// resolveByLocation fills ans, an uncached JSON answer that will not be kept, from the
+// fragment of addr's location, looking the record up and keeping its fragment when there
+// is none yet. It reports false, having done nothing, when addr's row has no key in the
+// database serving (resolve then answers as usual).
+func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, ans *answer) (bool, error) {
+	key, network, kver, ok := a.keyed.LocationKey(addr)
+	if !ok || kver != version {
+		return false, nil
+	}
+	if f := a.frags.get(&key, version, now.UnixNano()); f != nil {
+		if !f.found {
+			network = netip.Prefix{}
+		}
+		ans.setFragment(addr, network, version, f.json)
+		return true, nil
+	}
+	rec, key, kver, keyed, lease, err := a.keyed.BorrowKeyed(addr)
+	if err != nil {
+		return true, fmt.Errorf("look up %s: %w", addr, err)
+	}
+	defer lease.Release()
+	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
+	ans.set(&loc, version, buf)
+	if keyed && kver == version {
+		if tail, ok := fragmentOf(ans.json, &loc); ok {
+			expires := now.UnixNano() + a.frags.ttl
+			if end := a.keyed.OffsetEnd(loc.Timezone, now); end < expires {
+				expires = end
+			}
+			a.frags.put(&fragment{key: key, version: kver, expires: expires, found: rec.Network.IsValid(), json: bytes.Clone(tail)})
+		}
+	}
+	ans.loc = Location{} // its strings may be the database's, released on return
+	return true, nil
+}
+
+// fragmentOf returns the part of json, l's encoding, after its head fields.
+func fragmentOf(json []byte, l *Location) ([]byte, bool) {
+	var scratch [128]byte
+	head := appendJSONHead(scratch[:0], l)
+	if !bytes.HasPrefix(json, head) {
+		return nil, false
+	}
+	return json[len(head):], true
+}
+
+// appendJSONHead writes the opening brace and the head fields as appendJSON does.
+func appendJSONHead(b []byte, l *Location) []byte {
+	b = append(b, '{')
+	for i := range headFields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONField(b, &fields[i], l)
+	}
+	return b
+}
+
+// setFragment fills ans with the JSON answer for addr in network whose location's
+// fragment is frag, and its ETag, in one allocation; ans.loc stays empty.
+func (ans *answer) setFragment(addr netip.Addr, network netip.Prefix, version string, frag []byte) {
+	buf := make([]byte, 0, answerBufSize)
+	var head Location
+	head.IP, buf = appendText(buf, addr.AppendTo)
+	if network.IsValid() {
+		head.Network, buf = appendText(buf, network.AppendTo)
+	}
+	head.Version = ipVersion(addr)
+	start := len(buf)
+	buf = appendJSONHead(buf, &head)
+	buf = append(buf, frag...)
+	end := len(buf)
+	buf = appendETag(buf, version, buf[start:end])
+	ans.json = buf[start:end:end]
+	ans.etag = unsafe.String(&buf[end], len(buf)-end)
+	ans.loc = Location{}
+	ans.version = version
+}
