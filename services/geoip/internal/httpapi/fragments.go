@@ -40,7 +40,8 @@ type fragment struct {
 // answerCache keeps answers: bounded, lock-free, a newer fragment replacing whatever held
 // its slot. Under random addresses the rows of far fewer locations than addresses are
 // asked for (on the full DB-IP data, 2 million random IPv4 addresses fall in 139,000
-// locations; 16,384 slots answer 74 % of them), and a hit costs neither the record's
+// locations; 16,384 slots answer 74 % of them, 65,536 slots 85 %; the default, 32,768,
+// holds about 21 MB when full), and a hit costs neither the record's
 // strings (cold memory, scattered over the database), nor its time zone, region code and
 // country facts, nor encoding them.
 type fragmentCache struct {
