@@ -80,12 +80,14 @@ const DefaultGCPercent = 400
 const defaultCacheAnswers = 1 << 16
 
 // DefaultMemoryLimit is the soft memory limit geoip sets when GOMEMLIMIT
-// is unset: 64 MiB plus 2 KiB per answer the cache may keep (cacheSize as
-// in Config.CacheSize; a full cache holds about 1.5 KiB per answer). The
-// limit is above the live heap at any cache size, so the collector never
-// runs back to back; with the default cache (192 MiB in all) a full cache
-// (about 100 MB live) collects about as often as at GOGC=100, and the
-// heap stays below the 425 MB DefaultGCPercent alone would allow.
+// is unset: 3 KiB per answer the cache may keep (cacheSize as in
+// Config.CacheSize), at least 64 MiB. A full cache holds about 2.3 KiB per
+// answer (1.6 KiB for the answer, 0.7 KiB for a location's encoding, see
+// internal/httpapi), so the limit stays above the live heap at any cache
+// size and the collector never runs back to back; with the default cache
+// (192 MiB) both caches full (about 150 MB live) collect a little more
+// often than at GOGC=100, and the heap stays below the 750 MB
+// DefaultGCPercent alone would allow.
 func DefaultMemoryLimit(cacheSize int) int64 {
 	answers := int64(cacheSize)
 	switch {
@@ -94,7 +96,7 @@ func DefaultMemoryLimit(cacheSize int) int64 {
 	case cacheSize < 0:
 		answers = 0
 	}
-	return 64<<20 + answers*2<<10
+	return max(64<<20, answers*3<<10)
 }
 
 // LoadSettings reads only the common settings with geoip's defaults: what

@@ -97,7 +97,8 @@ func TestGCSettings(t *testing.T) {
 	}{
 		{env: nil, want: GC{Percent: DefaultGCPercent, MemoryLimit: 192 << 20}},
 		{env: map[string]string{"GEOIP_CACHE_SIZE": "0"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 64 << 20}},
-		{env: map[string]string{"GEOIP_CACHE_SIZE": "1000000"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 64<<20 + 1000000*2048}},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "1000"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 64 << 20}},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "1000000"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 1000000 * 3072}},
 		{env: map[string]string{"GOGC": "100"}, want: GC{Percent: 100, PercentFromEnv: true, MemoryLimit: 192 << 20}},
 		{env: map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, want: GC{Percent: -1, PercentFromEnv: true, MemoryLimitEnv: "1GiB"}},
 		{env: map[string]string{"GOGC": "lots"}, wantErr: "GOGC"},
