@@ -22,11 +22,8 @@ type keyedDB interface {
 	OffsetEnd(zone string, t time.Time) int64
 }
 
-// headFields are the keys of the JSON answer that belong to the address, not to its row's
-// location data: ip, network, version. The rest is a location's fragment.
-const headFields = 3
-
-// fragment is the JSON of a location after the head fields: from ,"city": to the closing
+// fragment is the JSON of a location after the head fields (ip, network, version, which
+// belong to the address; see appendHead): from ,"city": to the closing
 // brace, as appendJSON writes it.
 type fragment struct {
 	key     lookup.LocationKey
@@ -113,7 +110,7 @@ func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, 
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	ans.set(&loc, version, buf)
 	if keyed && kver == version {
-		if tail, ok := fragmentOf(ans.json, &loc); ok {
+		if tail, ok := fragmentOf(ans.json, addr, rec.Network); ok {
 			expires := now.UnixNano() + a.frags.ttl
 			if end := a.keyed.OffsetEnd(loc.Timezone, now); end < expires {
 				expires = end
@@ -125,44 +122,45 @@ func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, 
 	return true, nil
 }
 
-// fragmentOf returns the part of json, l's encoding, after its head fields.
-func fragmentOf(json []byte, l *Location) ([]byte, bool) {
-	var scratch [128]byte
-	head := appendJSONHead(scratch[:0], l)
+// fragmentOf returns the part of json, the encoding of addr's record in network, after
+// its head fields; false if json does not start with them as appendHead writes them.
+func fragmentOf(json []byte, addr netip.Addr, network netip.Prefix) ([]byte, bool) {
+	var scratch [maxHead]byte
+	head := appendHead(scratch[:0], addr, network)
 	if !bytes.HasPrefix(json, head) {
 		return nil, false
 	}
 	return json[len(head):], true
 }
 
-// appendJSONHead writes the opening brace and the head fields as appendJSON does.
-func appendJSONHead(b []byte, l *Location) []byte {
-	b = append(b, '{')
-	for i := range headFields {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONField(b, &fields[i], l)
+// maxHead bounds appendHead's output: the keys and quotes (38 bytes), the longest
+// address text (45, an IPv4-mapped IPv6 address) and network text (49).
+const maxHead = 38 + 45 + 49
+
+// appendHead writes the opening brace and the head fields (ip, network, version) as
+// appendJSON writes them for addr in network (none: ""), without the field table: neither
+// addresses nor networks have characters JSON escapes (TestAppendHeadMatchesTheEncoder).
+func appendHead(b []byte, addr netip.Addr, network netip.Prefix) []byte {
+	b = append(b, `{"ip":"`...)
+	b = addr.AppendTo(b)
+	b = append(b, `","network":"`...)
+	if network.IsValid() {
+		b = network.AppendTo(b)
 	}
-	return b
+	b = append(b, `","version":"`...)
+	b = append(b, ipVersion(addr)...)
+	return append(b, '"')
 }
 
 // setFragment fills ans with the JSON answer for addr in network whose location's
 // fragment is frag, and its ETag, in one allocation; ans.loc stays empty.
 func (ans *answer) setFragment(addr netip.Addr, network netip.Prefix, version string, frag []byte) {
-	buf := make([]byte, 0, answerBufSize)
-	var head Location
-	head.IP, buf = appendText(buf, addr.AppendTo)
-	if network.IsValid() {
-		head.Network, buf = appendText(buf, network.AppendTo)
-	}
-	head.Version = ipVersion(addr)
-	start := len(buf)
-	buf = appendJSONHead(buf, &head)
+	buf := make([]byte, 0, maxHead+len(frag)+len(version)+19)
+	buf = appendHead(buf, addr, network)
 	buf = append(buf, frag...)
 	end := len(buf)
-	buf = appendETag(buf, version, buf[start:end])
-	ans.json = buf[start:end:end]
+	buf = appendETag(buf, version, buf[:end])
+	ans.json = buf[:end:end]
 	ans.etag = unsafe.String(&buf[end], len(buf)-end)
 	ans.loc = Location{}
 	ans.version = version

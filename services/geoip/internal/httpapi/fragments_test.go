@@ -155,3 +155,26 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	ask("8.8.8.7", "-0500", 4)
 	ask("8.8.8.8", "-0500", 4)
 }
+
+// appendHead writes what appendJSON writes for the first three fields.
+func TestAppendHeadMatchesTheEncoder(t *testing.T) {
+	for _, tc := range []struct{ addr, network string }{
+		{"8.8.8.8", "8.8.8.0/24"}, {"8.8.8.8", ""}, {"255.255.255.255", "255.255.255.255/32"},
+		{"2001:4860:4860::8888", "2001:4860::/32"}, {"::ffff:1.2.3.4", "::ffff:1.2.3.0/120"},
+		{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"},
+		{"::ffff:255.255.255.255", "::ffff:255.255.255.255/128"},
+	} {
+		addr := netip.MustParseAddr(tc.addr)
+		var network netip.Prefix
+		l := Location{IP: addr.String(), Version: ipVersion(addr)}
+		if tc.network != "" {
+			network = netip.MustParsePrefix(tc.network)
+			l.Network = network.String()
+		}
+		full := appendJSON(nil, &l)
+		head := appendHead(nil, addr, network)
+		if len(head) > maxHead || !bytes.HasPrefix(full, head) || full[len(head)] != ',' {
+			t.Errorf("%s in %q: head %s (%d bytes, at most %d), the encoder's answer %s", addr, tc.network, head, len(head), maxHead, full)
+		}
+	}
+}
