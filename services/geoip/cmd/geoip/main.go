@@ -83,6 +83,7 @@ func serve(ctx context.Context, args []string, env func(string) string) error {
 	}
 	log := apiserver.NewLogger(cfg.Settings, os.Stderr)
 	log.Info("geoip starting", "config", cfg)
+	applyGC(cfg.GC)
 	var rdb redis.UniversalClient // the rate-limit counters' connection
 	if cfg.Settings.RedisURL != "" {
 		// Made for the limiter alone: its socket timeouts are the limiter's

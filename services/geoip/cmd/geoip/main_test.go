@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,30 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 		if !names[n] {
 			t.Errorf("metric %s not registered", n)
 		}
+	}
+}
+
+func TestApplyGCSetsTheCollector(t *testing.T) {
+	oldPercent := debug.SetGCPercent(100)
+	oldLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	})
+	applyGC(config.GC{Percent: 400, MemoryLimit: 192 << 20})
+	if p := debug.SetGCPercent(100); p != 400 {
+		t.Errorf("GOGC %d, want 400", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 192<<20 {
+		t.Errorf("memory limit %d, want %d", l, 192<<20)
+	}
+	// GOMEMLIMIT set: the runtime's value stays.
+	debug.SetMemoryLimit(1 << 30)
+	applyGC(config.GC{Percent: -1, PercentFromEnv: true, MemoryLimitEnv: "1GiB"})
+	if p := debug.SetGCPercent(100); p != -1 {
+		t.Errorf("GOGC %d, want -1 (off)", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 1<<30 {
+		t.Errorf("memory limit %d, want GOMEMLIMIT's %d", l, 1<<30)
 	}
 }

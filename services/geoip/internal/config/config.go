@@ -43,6 +43,60 @@ type Config struct {
 	// CacheSize is GEOIP_CACHE_SIZE, answers kept in memory (0: the HTTP
 	// layer's default, 65536; -1: no cache, which GEOIP_CACHE_SIZE=0 asks).
 	CacheSize int
+	// GC is how the collector runs: Go's own GOGC and GOMEMLIMIT, with
+	// geoip's defaults where the environment sets neither (see GC).
+	GC GC
+}
+
+// GC is the collector's settings. geoip's live heap is small (the databases
+// are off the heap; about 6 MB under random addresses) and every request
+// allocates a few kilobytes, so at Go's default GOGC=100 the collector ran
+// every few megabytes, 5-6 % of the server's CPU under random addresses
+// (docs/benchmarks.md, issue 16 round 4). geoip lets the heap grow to
+// DefaultGCPercent of the live heap between collections instead, under a
+// soft limit (DefaultMemoryLimit) that bounds the heap when the answer
+// cache is full. GOGC and GOMEMLIMIT, when set, are Go's as documented in
+// runtime/debug and win.
+type GC struct {
+	// Percent is GOGC, or DefaultGCPercent when GOGC is unset (-1: off).
+	Percent int
+	// PercentFromEnv is whether GOGC set Percent.
+	PercentFromEnv bool
+	// MemoryLimit is the soft limit in bytes geoip sets when GOMEMLIMIT
+	// is unset (DefaultMemoryLimit); 0 when GOMEMLIMIT is set, which the
+	// runtime applied at start-up (it refuses a malformed one itself).
+	MemoryLimit int64
+	// MemoryLimitEnv is GOMEMLIMIT as set, for the log.
+	MemoryLimitEnv string
+}
+
+// DefaultGCPercent is geoip's GOGC when the environment sets none: a heap
+// of 6 MB live collects at about 30 MB instead of 12 MB, a quarter of the
+// collections.
+const DefaultGCPercent = 400
+
+// defaultCacheAnswers is the HTTP layer's answer cache size when
+// GEOIP_CACHE_SIZE is unset (httpapi.Options.CacheSize).
+const defaultCacheAnswers = 1 << 16
+
+// DefaultMemoryLimit is the soft memory limit geoip sets when GOMEMLIMIT
+// is unset: 3 KiB per answer the cache may keep (cacheSize as in
+// Config.CacheSize), at least 64 MiB. A full cache holds about 2.3 KiB per
+// answer (1.6 KiB for the answer, 0.7 KiB for a location's encoding, see
+// internal/httpapi), so the limit stays above the live heap at any cache
+// size and the collector never runs back to back; with the default cache
+// (192 MiB) both caches full (about 150 MB live) collect a little more
+// often than at GOGC=100, and the heap stays below the 750 MB
+// DefaultGCPercent alone would allow.
+func DefaultMemoryLimit(cacheSize int) int64 {
+	answers := int64(cacheSize)
+	switch {
+	case cacheSize == 0:
+		answers = defaultCacheAnswers
+	case cacheSize < 0:
+		answers = 0
+	}
+	return max(64<<20, answers*3<<10)
 }
 
 // LoadSettings reads only the common settings with geoip's defaults: what
@@ -109,6 +163,21 @@ func Load(getenv func(string) string) (Config, error) {
 			c.CacheSize = n
 		}
 	}
+	c.GC = GC{Percent: DefaultGCPercent, MemoryLimitEnv: getenv("GOMEMLIMIT")}
+	if v := getenv("GOGC"); v != "" {
+		c.GC.PercentFromEnv = true
+		if n, err := strconv.Atoi(v); v == "off" {
+			c.GC.Percent = -1
+		} else if err != nil || n < 0 {
+			// The runtime would silently collect at GOGC=100.
+			bad("GOGC", v, `want a percentage such as 100, or "off"`)
+		} else {
+			c.GC.Percent = n
+		}
+	}
+	if c.GC.MemoryLimitEnv == "" {
+		c.GC.MemoryLimit = DefaultMemoryLimit(c.CacheSize)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
@@ -151,6 +220,27 @@ func (c Config) LogValue() slog.Value {
 		slog.String("ip2location_download_url", redactURL(c.DownloadURL)),
 		slog.String("update_interval", c.UpdateInterval.String()), slog.String("update_dir", c.UpdateDir),
 		slog.String("cache_max_age", c.CacheMaxAge.String()), slog.Int("cache_size", c.CacheSize),
+		slog.Any("gc", c.GC),
+	)
+}
+
+// LogValue shows the collector's settings and where they came from.
+func (g GC) LogValue() slog.Value {
+	percent := "off"
+	if g.Percent >= 0 {
+		percent = strconv.Itoa(g.Percent)
+	}
+	source := "geoip default"
+	if g.PercentFromEnv {
+		source = "GOGC"
+	}
+	limit, limitSource := g.MemoryLimitEnv, "GOMEMLIMIT"
+	if limit == "" {
+		limit, limitSource = strconv.FormatInt(g.MemoryLimit>>20, 10)+"MiB", "geoip default"
+	}
+	return slog.GroupValue(
+		slog.String("gogc", percent), slog.String("gogc_from", source),
+		slog.String("memory_limit", limit), slog.String("memory_limit_from", limitSource),
 	)
 }
 

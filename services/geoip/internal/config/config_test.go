@@ -88,3 +88,54 @@ func TestLogValueMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestGCSettings(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		want    GC
+		wantErr string
+	}{
+		{env: nil, want: GC{Percent: DefaultGCPercent, MemoryLimit: 192 << 20}},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "0"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 64 << 20}},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "1000"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 64 << 20}},
+		{env: map[string]string{"GEOIP_CACHE_SIZE": "1000000"}, want: GC{Percent: DefaultGCPercent, MemoryLimit: 1000000 * 3072}},
+		{env: map[string]string{"GOGC": "100"}, want: GC{Percent: 100, PercentFromEnv: true, MemoryLimit: 192 << 20}},
+		{env: map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, want: GC{Percent: -1, PercentFromEnv: true, MemoryLimitEnv: "1GiB"}},
+		{env: map[string]string{"GOGC": "lots"}, wantErr: "GOGC"},
+		{env: map[string]string{"GOGC": "-5"}, wantErr: "GOGC"},
+	}
+	for _, tt := range tests {
+		c, err := Load(envOf(tt.env))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || c.GC != tt.want {
+			t.Errorf("%v: %+v, %v; want %+v", tt.env, c.GC, err, tt.want)
+		}
+	}
+}
+
+func TestGCLogValue(t *testing.T) {
+	for _, tt := range []struct {
+		gc   GC
+		want string
+	}{
+		{GC{Percent: 400, MemoryLimit: 192 << 20}, "gogc=400 gogc_from=\"geoip default\" memory_limit=192MiB memory_limit_from=\"geoip default\""},
+		{GC{Percent: -1, PercentFromEnv: true, MemoryLimitEnv: "1GiB"}, "gogc=off gogc_from=GOGC memory_limit=1GiB memory_limit_from=GOMEMLIMIT"},
+	} {
+		var b strings.Builder
+		slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey {
+				return slog.Attr{}
+			}
+			return a
+		}})).Info("", "gc", tt.gc)
+		got := strings.TrimSpace(strings.ReplaceAll(b.String(), "gc.", ""))
+		if got != tt.want {
+			t.Errorf("%+v logs %q, want %q", tt.gc, got, tt.want)
+		}
+	}
+}

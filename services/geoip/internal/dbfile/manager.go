@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"sync"
@@ -63,6 +64,8 @@ type handle struct {
 	// inPlace is db when it can lend records read in place (a BIN held in memory), for
 	// Borrow; nil otherwise.
 	inPlace lookup.InPlaceDB
+	// keyed is db when its rows have location keys (lookup.KeyedDB), for LocationKey.
+	keyed lookup.KeyedDB
 	// version is db.Info().Version(), asked on every request (ETags, the answer cache):
 	// kept here rather than copying the whole Info through the interface each time.
 	version string
@@ -79,6 +82,7 @@ func newHandle(db lookup.DB) *handle {
 		inner = m.DB
 	}
 	h.inPlace, _ = inner.(lookup.InPlaceDB)
+	h.keyed, _ = inner.(lookup.KeyedDB)
 	return h
 }
 
@@ -178,6 +182,61 @@ func (m *Manager) Lookup(addr netip.Addr) (lookup.Record, error) {
 // caller must call Release exactly once (after an error there is no lease), soon, and
 // copy what it keeps past it (lookup.Record.Own). A reload waits for the leases held.
 func (m *Manager) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
+	rec, h, err := m.borrow(addr)
+	if err != nil {
+		return rec, nil, err
+	}
+	return rec, h, nil
+}
+
+// LocationKey returns the location key and network of addr's row in the database serving
+// now (lookup.KeyedDB), with that database's version: a key means something only in the
+// database it came from. ok is false when that database has no keys or cannot key addr.
+func (m *Manager) LocationKey(addr netip.Addr) (key lookup.LocationKey, network netip.Prefix, version string, ok bool) {
+	for {
+		h := m.cur.Load()
+		if h.keyed == nil {
+			return key, network, "", false
+		}
+		h.mu.RLock()
+		if h.closed {
+			h.mu.RUnlock()
+			if m.cur.Load() == h {
+				return key, network, "", false
+			}
+			continue // swapped and closed between Load and RLock, as in Lookup
+		}
+		key, network, ok = h.keyed.LocationKey(addr)
+		h.mu.RUnlock()
+		return key, network, h.version, ok
+	}
+}
+
+// BorrowKeyed is Borrow that also returns the record's location key when it has one
+// (keyed), with the version of the database both came from: the key and the record are
+// read under one lease, so the key names the record's data.
+func (m *Manager) BorrowKeyed(addr netip.Addr) (rec lookup.Record, key lookup.LocationKey, version string, keyed bool, lease lookup.Lease, err error) {
+	rec, h, err := m.borrow(addr)
+	if err != nil {
+		return rec, key, "", false, nil, err
+	}
+	if h.keyed != nil {
+		key, _, keyed = h.keyed.LocationKey(addr)
+	}
+	return rec, key, h.version, keyed, h, nil
+}
+
+// OffsetEnd is the time zones' lookup.OffsetEnder, when they have one; else the UTC offsets
+// of records are the database's own and never end (math.MaxInt64).
+func (m *Manager) OffsetEnd(zone string, t time.Time) int64 {
+	if e, ok := m.cfg.TimeZones.(lookup.OffsetEnder); ok {
+		return e.OffsetEnd(zone, t)
+	}
+	return math.MaxInt64
+}
+
+// borrow is Borrow, returning the handle whose read lock it holds.
+func (m *Manager) borrow(addr netip.Addr) (lookup.Record, *handle, error) {
 	for {
 		h := m.cur.Load()
 		h.mu.RLock()

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -416,3 +417,39 @@ type closeSpy struct {
 }
 
 func (c *closeSpy) Close() error { c.closed.Store(true); return c.DB.Close() }
+
+// Location keys come with the version of the database they belong to, and BorrowKeyed's
+// key is the one LocationKey gives for the record it lends; rows sharing a key have the
+// same record but for the network. A closed manager keys nothing.
+func TestLocationKeysBelongToTheirDatabase(t *testing.T) {
+	m, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[lookup.LocationKey]lookup.Record{}
+	for _, ip := range []string{"8.8.8.8", "8.8.4.4", "1.1.1.1", "81.2.69.142", "2001:4860:4860::8888", "9.9.9.9"} {
+		addr := netip.MustParseAddr(ip)
+		key, network, version, ok := m.LocationKey(addr)
+		if !ok || version != m.Version() {
+			t.Fatalf("%s: key %v, version %q (want %q)", ip, ok, version, m.Version())
+		}
+		rec, key2, version2, keyed, lease, err := m.BorrowKeyed(addr)
+		if err != nil || !keyed || key2 != key || version2 != version {
+			t.Fatalf("%s: BorrowKeyed %v %v %q %v, want the key and version of LocationKey", ip, err, keyed, version2, key2 == key)
+		}
+		if rec.Found() && rec.Network != network {
+			t.Errorf("%s: network %s, record's %s", ip, network, rec.Network)
+		}
+		rec = rec.Own()
+		lease.Release()
+		rec.Network = netip.Prefix{}
+		if prev, seen := byKey[key]; seen && !reflect.DeepEqual(prev, rec) {
+			t.Errorf("%s: %+v under the key of %+v", ip, rec, prev)
+		}
+		byKey[key] = rec
+	}
+	m.Close()
+	if _, _, _, ok := m.LocationKey(netip.MustParseAddr("8.8.8.8")); ok {
+		t.Error("a closed manager keys addresses")
+	}
+}

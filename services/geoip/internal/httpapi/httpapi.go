@@ -34,7 +34,8 @@ type Options struct {
 	// ETag lets clients revalidate cheaply afterwards.
 	MaxAge time.Duration
 	// CacheSize bounds the in-process cache of encoded answers (default 65536 addresses;
-	// negative disables it).
+	// negative disables it), and as many the cache of encoded locations (see
+	// fragmentCache), when the database has location keys.
 	CacheSize int
 	// CacheTTL bounds how long a cached answer is reused (default 1m): utc_offset changes
 	// at daylight-saving transitions without the database changing.
@@ -53,6 +54,8 @@ type API struct {
 
 	hits, misses prometheus.Counter
 	borrow       borrower // db, when it lends records read in place
+	keyed        keyedDB  // db, when its rows have location keys and frags is kept
+	frags        *fragmentCache
 }
 
 // Description is the service's /docs text with an ASN database; DB-IP's licence (CC BY 4.0) requires the
@@ -106,6 +109,9 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 		}),
 	}
 	a.borrow, _ = db.(borrower)
+	if k, ok := db.(keyedDB); ok && opts.CacheSize > 0 {
+		a.keyed, a.frags = k, newFragmentCache(opts.CacheSize, opts.CacheTTL)
+	}
 	if err := srv.Registry().Register(a.hits); err != nil {
 		return nil, fmt.Errorf("httpapi: register metrics: %w", err)
 	}
@@ -121,7 +127,10 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 // Purge empties the answer cache; call it when the database is replaced. Answers from an
 // older database are never served even before Purge (each carries its version); Purge
 // frees their memory.
-func (a *API) Purge() { a.cache.purge() }
+func (a *API) Purge() {
+	a.cache.purge()
+	a.frags.purge()
+}
 
 // CacheLen is the number of answers cached now.
 func (a *API) CacheLen() int { return a.cache.len() }
@@ -146,6 +155,14 @@ func (a *API) resolve(addr netip.Addr, ans *answer, needLoc bool) error {
 		return nil
 	}
 	a.misses.Inc()
+	admit := a.cache.admit(addr)
+	if !needLoc && !admit && a.keyed != nil {
+		// Only the JSON is needed: from the encoding of the row's location, when the
+		// database keys its rows.
+		if done, err := a.resolveByLocation(addr, version, now, ans); done {
+			return err
+		}
+	}
 	rec, lease, err := a.lookup(addr)
 	if err != nil {
 		return fmt.Errorf("look up %s: %w", addr, err)
@@ -153,7 +170,6 @@ func (a *API) resolve(addr netip.Addr, ans *answer, needLoc bool) error {
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	ans.set(&loc, version, buf)
-	admit := a.cache.admit(addr)
 	if !needLoc && !admit {
 		ans.loc = Location{} // its strings may be the database's, released on return
 		return nil

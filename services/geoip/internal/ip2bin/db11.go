@@ -6,6 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/ip2location/ip2location-go/v9"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // directDB11 reports whether lookups can read rows directly (decodeDB11): a DB11 file held
@@ -50,4 +52,32 @@ func (d *DB) lookupRow(addr netip.Addr, inPlace bool) (ip2location.IP2Locationre
 		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
 	}
 	return d.decodeDB11(r, inPlace), d.rowNetwork(addr, r), true
+}
+
+var _ lookup.KeyedDB = (*DB)(nil)
+
+// LocationKey returns the cells of addr's row that decodeDB11 reads, as the row's
+// location key, and the row's network; ok is false where lookupRow would not read the row
+// (the caller then looks addr up as usual, which also reports a corrupt file).
+func (d *DB) LocationKey(addr netip.Addr) (key lookup.LocationKey, network netip.Prefix, ok bool) {
+	if !addr.IsValid() {
+		return key, network, false
+	}
+	defer func() {
+		if recover() != nil { // a corrupt file: Lookup reports it
+			key, network, ok = lookup.LocationKey{}, netip.Prefix{}, false
+		}
+	}()
+	addr = addr.Unmap()
+	libMu.RLock()
+	defer libMu.RUnlock()
+	if d.closed || !d.directDB11() {
+		return key, network, false
+	}
+	r := d.rowFor(addr)
+	if !r.valid || len(r.cells) < len(key) {
+		return key, network, false
+	}
+	copy(key[:], r.cells)
+	return key, d.rowNetwork(addr, r), true
 }

@@ -83,6 +83,23 @@ type InPlaceDB interface {
 	LookupInPlace(addr netip.Addr) (Record, error)
 }
 
+// LocationKey identifies the location data of a database row: the bytes of the row that
+// its record is decoded from (for a DB11 BIN, the seven cells after the address: pointers
+// to the country, region, city, postal code and zone strings, and the coordinates). In one
+// database, rows with the same key give records equal in all but their network.
+type LocationKey [28]byte
+
+// KeyedDB is an InPlaceDB that can name the location data of an address's row without
+// decoding it, so that an answer built from that data can be reused for every address of
+// every row that shares it (internal/httpapi keeps such answers' encodings).
+type KeyedDB interface {
+	InPlaceDB
+	// LocationKey returns the key of addr's row and that row's network; ok is false when
+	// the row cannot be keyed (then LookupInPlace answers as usual). The network is the
+	// record's only when the record is found (Record.Found).
+	LocationKey(addr netip.Addr) (key LocationKey, network netip.Prefix, ok bool)
+}
+
 // Lease keeps the database a record was read from open; Release ends it, after which the
 // record's strings must not be read unless they were copied (Record.Own).
 type Lease interface {
@@ -110,6 +127,13 @@ func (r Record) Own() Record {
 // interface makes the caller's record escape, one heap allocation per lookup.
 type TimeZoner interface {
 	Resolve(rec Record, now time.Time) Record
+}
+
+// OffsetEnder is a TimeZoner that says how long the UTC offset it gives holds.
+type OffsetEnder interface {
+	// OffsetEnd returns when (Unix nanoseconds) the UTC offset Resolve gives a record of
+	// the named zone at t stops holding (math.MaxInt64: never).
+	OffsetEnd(zone string, t time.Time) int64
 }
 
 // ErrInvalidAddress is returned by ParseAddr for text that is not an IP address.

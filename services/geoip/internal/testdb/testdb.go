@@ -125,6 +125,10 @@ func MMDB(tb testing.TB, name string) string {
 	return out
 }
 
+// FullBIN is the name `make geoip-bin` writes the full conversion under, in the same
+// folder (bench/scripts/geoip-http.sh reads it); ConvertedBIN leaves it alone.
+const FullBIN = "dbip-city-full.BIN"
+
 // ConvertedBIN returns the path of the full DB-IP Lite data (IPv4 and IPv6) converted to a
 // DB11 BIN. The file is cached under a name derived from the compressed sources and from
 // the converter's own source code, so a change to either converts again.
@@ -156,6 +160,9 @@ func ConvertedBIN(tb testing.TB) string {
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "dbip-city-*.BIN"))
 	for _, f := range old {
+		if filepath.Base(f) == FullBIN {
+			continue // make geoip-bin's, the benchmarks' input: not a conversion of ours
+		}
 		os.Remove(f) // stale conversions are 300 MB each
 	}
 	if raceEnabled {

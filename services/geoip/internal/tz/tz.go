@@ -149,6 +149,22 @@ func (z *Finder) Offset(name string, t time.Time) string {
 	return p.offset
 }
 
+var _ lookup.OffsetEnder = (*Finder)(nil)
+
+// OffsetEnd returns when (Unix nanoseconds) the offset Offset gives for zone at t stops
+// holding: the zone's next transition, or math.MaxInt64 when it has none or is unknown
+// (Resolve then keeps the database's offset, which does not change).
+func (z *Finder) OffsetEnd(name string, t time.Time) int64 {
+	if name == "" || z.Offset(name, t) == "" {
+		return math.MaxInt64
+	}
+	p := z.zone(name).cur.Load()
+	if n := t.UnixNano(); p == nil || n < p.start || n >= p.end {
+		return n // another goroutine moved the period on: valid for this instant only
+	}
+	return p.end
+}
+
 func (z *Finder) zone(name string) *zone {
 	if m := z.zones.Load(); m != nil {
 		if zn, ok := (*m)[name]; ok {

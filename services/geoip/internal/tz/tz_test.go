@@ -1,6 +1,7 @@
 package tz_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -214,5 +215,26 @@ func TestOffsetConcurrentFirstUse(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
+	}
+}
+
+func TestOffsetEndIsTheNextTransition(t *testing.T) {
+	z := tz.New()
+	ny := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	end := z.OffsetEnd("America/New_York", ny)
+	want := time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC) // 02:00 EDT, the end of daylight saving
+	if end != want.UnixNano() {
+		t.Errorf("New York's offset at %s ends %s, want %s", ny, time.Unix(0, end).UTC(), want)
+	}
+	if off := z.Offset("America/New_York", time.Unix(0, end-1)); off != "-0400" {
+		t.Errorf("just before the end: %s, want -0400", off)
+	}
+	if off := z.Offset("America/New_York", time.Unix(0, end)); off != "-0500" {
+		t.Errorf("at the end: %s, want -0500", off)
+	}
+	for _, name := range []string{"", "Not/AZone", "Asia/Kolkata"} {
+		if end := z.OffsetEnd(name, ny); end != math.MaxInt64 {
+			t.Errorf("%q: offset ends %d, want never", name, end)
+		}
 	}
 }
