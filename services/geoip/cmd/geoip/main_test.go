@@ -149,6 +149,39 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 			t.Errorf("metric %s not registered", n)
 		}
 	}
+	// The updater's first attempt starts at once (no earlier download) and
+	// writes in GEOIP_UPDATE_DIR: wait until it has failed (nothing answers
+	// on port 1) and cleaned up, or removing the directory at the end of
+	// the test races with it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if updateFailures(t, reg) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the updater's first attempt did not fail within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// updateFailures reads geoip_database_update_failures_total from reg.
+func updateFailures(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "geoip_database_update_failures_total" {
+			total := 0.0
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+			return total
+		}
+	}
+	return 0
 }
 
 func TestApplyGCSetsTheCollector(t *testing.T) {
