@@ -48,8 +48,10 @@ func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("redisstore: a notice handler is required")
 	}
-	if _, _, err := s.liveNode(context.Background(), ""); errors.Is(err, errUnsupportedClient) {
-		return nil, err
+	switch s.rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return nil, fmt.Errorf("%w, not %T", errUnsupportedClient, s.rdb)
 	}
 	f := &redisFeed{s: s, fn: fn, watched: map[string]int{}, placed: map[string]*shard{},
 		shards: map[string]*shard{}, unplaced: map[string]struct{}{}, kick: make(chan struct{}, 1)}
@@ -84,9 +86,6 @@ var errUnsupportedClient = errors.New("redisstore: live delivery needs a single-
 func (s *Store) liveNode(ctx context.Context, channel string) (addr string, node *redis.Client, err error) {
 	switch c := s.rdb.(type) {
 	case *redis.ClusterClient:
-		if channel == "" {
-			return "", nil, nil
-		}
 		n, err := c.MasterForKey(ctx, s.ck(channel, "live"))
 		if err != nil {
 			return "", nil, err

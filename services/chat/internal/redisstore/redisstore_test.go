@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // The behaviour suite for this engine is internal/chat's TestRedisEngine;
@@ -80,5 +82,17 @@ func TestStoppedServerIsUnavailable(t *testing.T) {
 func TestOpenRejectsBadURL(t *testing.T) {
 	if _, err := Open(context.Background(), "http://nope", Options{}); err == nil {
 		t.Fatal("bad URL accepted")
+	}
+}
+
+// TestFeedRefusesClientsItCannotRoute: live delivery places each channel
+// on the server that owns its slot, which a Ring (client-side sharding)
+// cannot tell; Subscribe says so instead of delivering nothing.
+func TestFeedRefusesClientsItCannotRoute(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	_, err := New(ring, Options{}).Subscribe(func(feed.Notice) {})
+	if !errors.Is(err, errUnsupportedClient) {
+		t.Fatalf("Subscribe on a Ring: %v, want errUnsupportedClient", err)
 	}
 }
