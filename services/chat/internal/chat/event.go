@@ -119,7 +119,7 @@ func Tail(ctx context.Context, log EventLog, channel string, after Cursor, fn fu
 			if opts.OnError != nil {
 				opts.OnError(err)
 			}
-			if err := pause(ctx, backoff); err != nil {
+			if err := Pause(ctx, backoff); err != nil {
 				return err
 			}
 			backoff = min(backoff*2, opts.MaxBackoff)
@@ -134,15 +134,16 @@ func Tail(ctx context.Context, log EventLog, channel string, after Cursor, fn fu
 		}
 		after = evs[len(evs)-1].Cursor
 		if opts.Coalesce > 0 && len(evs) < opts.Limit {
-			if err := pause(ctx, opts.Coalesce); err != nil {
+			if err := Pause(ctx, opts.Coalesce); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// pause waits d or until ctx ends (then it returns ctx.Err()).
-func pause(ctx context.Context, d time.Duration) error {
+// Pause waits d or until ctx ends (then it returns ctx.Err()): the wait
+// between retries of every loop that rides out a store outage.
+func Pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

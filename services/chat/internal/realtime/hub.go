@@ -351,7 +351,7 @@ func (h *Hub) lookupUsers(lookup usersLookup, ids []string) (map[string]chat.Use
 			return found, nil
 		}
 		h.logger.Warn("live delivery: cannot recheck the users of open sockets; retrying", "err", err)
-		if pause(h.ctx, backoff) != nil {
+		if chat.Pause(h.ctx, backoff) != nil {
 			return nil, h.ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)

@@ -76,7 +76,7 @@ func (r *room) start() {
 		}
 		h.metrics.readErrors.Inc()
 		h.logger.Warn("live delivery: cannot watch the channel; retrying", "channel", r.name, "err", err)
-		if pause(r.ctx, backoff) != nil {
+		if chat.Pause(r.ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, 5*time.Second)
@@ -221,7 +221,7 @@ func (r *room) catchUp() {
 		case chat.KindOf(err) == chat.KindUnavailable:
 			h.metrics.readErrors.Inc()
 			h.logger.Warn("live delivery: channel log unavailable; retrying from the last cursor", "channel", r.name, "err", err)
-			if pause(r.ctx, backoff) != nil {
+			if chat.Pause(r.ctx, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, 5*time.Second)
@@ -266,18 +266,6 @@ func (r *room) resync(err error) {
 	}
 }
 
-// pause waits d or until ctx ends (then it returns ctx.Err()).
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // head reads the channel's last cursor, retrying with backoff while the
 // store is down. It reports false once the room is stopping.
 func (r *room) head() (chat.Cursor, bool) {
@@ -292,7 +280,7 @@ func (r *room) head() (chat.Cursor, bool) {
 		}
 		r.hub.metrics.readErrors.Inc()
 		r.hub.logger.Warn("live delivery: cannot read the channel head; retrying", "channel", r.name, "err", err)
-		if pause(r.ctx, backoff) != nil {
+		if chat.Pause(r.ctx, backoff) != nil {
 			return chat.Cursor{}, false
 		}
 		backoff = min(2*backoff, 5*time.Second)

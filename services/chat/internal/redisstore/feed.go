@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
@@ -281,7 +282,7 @@ func (f *redisFeed) place() {
 			f.lastErr = err
 			f.mu.Unlock()
 			f.s.reloadRoutes()
-			if pauseFeed(f.ctx, backoff) != nil {
+			if chat.Pause(f.ctx, backoff) != nil {
 				return
 			}
 			backoff = min(2*backoff, feedRetryMax)
@@ -330,7 +331,7 @@ func (f *redisFeed) runShard(sh *shard) {
 			backoff = feedRetry
 		}
 		f.s.reloadRoutes()
-		if pauseFeed(f.ctx, backoff) != nil {
+		if chat.Pause(f.ctx, backoff) != nil {
 			continue // closing: the top of the loop ends it
 		}
 		backoff = min(2*backoff, feedRetryMax)
@@ -448,7 +449,7 @@ func (f *redisFeed) revocations() {
 		if received {
 			backoff = feedRetry
 		}
-		if pauseFeed(f.ctx, backoff) != nil {
+		if chat.Pause(f.ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, feedRetryMax)
@@ -497,18 +498,6 @@ func (f *redisFeed) receive(ps *redis.PubSub, handle func(any)) (bool, error) {
 		}
 		received = true
 		handle(msg)
-	}
-}
-
-// pauseFeed waits d, or less if ctx ends (then it returns ctx's error).
-func pauseFeed(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
