@@ -71,11 +71,18 @@ func newAnswerCache(size int, ttl time.Duration) *answerCache {
 	if size <= 0 {
 		return nil
 	}
+	n := slotCount(size)
+	return &answerCache{slots: make([]cacheSlot, n), mask: uint64(n - 1), ttl: ttl}
+}
+
+// slotCount is size rounded up to a power of two, so that a hash masked by slotCount-1
+// picks a slot (the direct-mapped tables of answers and of location fragments).
+func slotCount(size int) int {
 	n := 1
 	for n < size {
 		n <<= 1
 	}
-	return &answerCache{slots: make([]cacheSlot, n), mask: uint64(n - 1), ttl: ttl}
+	return n
 }
 
 func hashAddr(addr netip.Addr) uint64 {

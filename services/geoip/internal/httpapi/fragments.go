@@ -55,10 +55,7 @@ func newFragmentCache(size int, ttl time.Duration) *fragmentCache {
 	if size <= 0 {
 		return nil
 	}
-	n := 1
-	for n < size {
-		n <<= 1
-	}
+	n := slotCount(size)
 	return &fragmentCache{slots: make([]atomic.Pointer[fragment], n), mask: uint64(n - 1), ttl: int64(ttl)}
 }
 
