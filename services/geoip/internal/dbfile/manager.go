@@ -216,12 +216,9 @@ func (m *Manager) LocationKey(addr netip.Addr) (key lookup.LocationKey, network 
 // (keyed), with the version of the database both came from: the key and the record are
 // read under one lease, so the key names the record's data.
 func (m *Manager) BorrowKeyed(addr netip.Addr) (rec lookup.Record, key lookup.LocationKey, version string, keyed bool, lease lookup.Lease, err error) {
-	rec, h, err := m.borrow(addr)
+	rec, key, keyed, h, err := m.borrowKeyed(addr, true)
 	if err != nil {
 		return rec, key, "", false, nil, err
-	}
-	if h.keyed != nil {
-		key, _, keyed = h.keyed.LocationKey(addr)
 	}
 	return rec, key, h.version, keyed, h, nil
 }
@@ -237,31 +234,44 @@ func (m *Manager) OffsetEnd(zone string, t time.Time) int64 {
 
 // borrow is Borrow, returning the handle whose read lock it holds.
 func (m *Manager) borrow(addr netip.Addr) (lookup.Record, *handle, error) {
+	rec, _, _, h, err := m.borrowKeyed(addr, false)
+	return rec, h, err
+}
+
+// borrowKeyed is borrow that, when withKey is set and the database keys its rows, also
+// returns the location key of the row the record came from, read by the same search
+// (lookup.KeyedDB.LookupKeyed).
+func (m *Manager) borrowKeyed(addr netip.Addr, withKey bool) (lookup.Record, lookup.LocationKey, bool, *handle, error) {
 	for {
 		h := m.cur.Load()
 		h.mu.RLock()
 		if h.closed {
 			h.mu.RUnlock()
 			if m.cur.Load() == h {
-				return lookup.Record{}, nil, ErrClosed
+				return lookup.Record{}, lookup.LocationKey{}, false, nil, ErrClosed
 			}
 			continue // swapped and closed between Load and RLock, as in Lookup
 		}
 		var rec lookup.Record
+		var key lookup.LocationKey
+		var keyed bool
 		var err error
-		if h.inPlace != nil {
+		switch {
+		case withKey && h.keyed != nil:
+			rec, key, keyed, err = h.keyed.LookupKeyed(addr)
+		case h.inPlace != nil:
 			rec, err = h.inPlace.LookupInPlace(addr)
-		} else {
+		default:
 			rec, err = h.db.Lookup(addr)
 		}
 		if err != nil {
 			h.mu.RUnlock()
-			return lookup.Record{}, nil, err
+			return lookup.Record{}, lookup.LocationKey{}, false, nil, err
 		}
 		if m.cfg.TimeZones != nil {
 			rec = m.cfg.TimeZones.Resolve(rec, m.cfg.Now())
 		}
-		return rec, h, nil
+		return rec, key, keyed, h, nil
 	}
 }
 

@@ -40,18 +40,20 @@ func (d *DB) decodeDB11(r row, inPlace bool) ip2location.IP2Locationrecord {
 	}
 }
 
-// lookupRow answers addr from the row directly when it can, reporting ok false when the
-// caller must ask ip2location-go (other types, files read per lookup, 6to4 and Teredo
-// addresses, which the library answers from the IPv4 rows). The caller holds libMu.
-func (d *DB) lookupRow(addr netip.Addr, inPlace bool) (ip2location.IP2Locationrecord, netip.Prefix, bool) {
+// lookupRow answers addr from the row directly when it can, with the row's location key,
+// reporting ok false when the caller must ask ip2location-go (other types, files read per
+// lookup, 6to4 and Teredo addresses, which the library answers from the IPv4 rows). The
+// caller holds libMu.
+func (d *DB) lookupRow(addr netip.Addr, inPlace bool) (rec ip2location.IP2Locationrecord, network netip.Prefix, key lookup.LocationKey, ok bool) {
 	if !d.directDB11() {
-		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
+		return rec, network, key, false
 	}
 	r := d.rowFor(addr)
-	if !r.valid || len(r.cells) < db11Zone+4 {
-		return ip2location.IP2Locationrecord{}, netip.Prefix{}, false
+	if !r.valid || len(r.cells) < db11Zone+4 || len(r.cells) < len(key) {
+		return rec, network, key, false
 	}
-	return d.decodeDB11(r, inPlace), d.rowNetwork(addr, r), true
+	copy(key[:], r.cells)
+	return d.decodeDB11(r, inPlace), d.rowNetwork(addr, r), key, true
 }
 
 var _ lookup.KeyedDB = (*DB)(nil)

@@ -108,13 +108,17 @@ func TestDirectReaderMatchesTheLibraryOnFullData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	if err := ip2bin.CheckFineIndex(db); err != nil {
+		t.Fatal(err)
+	}
 	sameAnswers(t, db, randomAddrs(200000))
 }
 
-// TestDirectReaderFindsRowsInDenseRanges holds the direct reader's index search to the
-// library on dense data: ranges of 1 to 9,000 addresses, many to a bucket of 4,096
-// addresses and many across bucket edges, each asked at its ends, at every such edge it
-// crosses and inside.
+// TestDirectReaderFindsRowsInDenseRanges holds the direct reader's index search (the /20
+// index built at load, finer than the file's /16 one) to the library, which searches by
+// the file's index, on dense data: ranges of 1 to 9,000 addresses, many to a /20 block of
+// 4,096 addresses and many across block edges, each asked at its ends, at every such edge
+// it crosses and inside.
 func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 	b := binwriter.NewBuilder()
 	locs := []uint32{b.Intern(mountainView), b.Intern(sydney), b.Intern(countryOnly), b.Intern(zurich)}
@@ -164,6 +168,9 @@ func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	if err := ip2bin.CheckFineIndex(db); err != nil {
+		t.Fatal(err)
+	}
 	missed := 0
 	for _, a := range addrs {
 		if !ip2bin.FindsRow(db, a) {
@@ -178,8 +185,9 @@ func TestDirectReaderFindsRowsInDenseRanges(t *testing.T) {
 	sameAnswers(t, db, addrs)
 }
 
-// TestInPlaceLookupMatchesTheCopy holds LookupInPlace to Lookup: the same record, its
-// strings only not copied out of the file (they point into it).
+// TestInPlaceLookupMatchesTheCopy holds LookupInPlace and LookupKeyed to Lookup: the same
+// record, its strings only not copied out of the file (they point into it), and
+// LookupKeyed's key to LocationKey's.
 func TestInPlaceLookupMatchesTheCopy(t *testing.T) {
 	data := fixture(t, binwriter.Options{})
 	db, err := ip2bin.OpenBytes(data, "fixture")
@@ -193,7 +201,8 @@ func TestInPlaceLookupMatchesTheCopy(t *testing.T) {
 		return p >= start && p < start+uintptr(len(data))
 	}
 	located := 0
-	for _, a := range append(randomAddrs(20000), netip.MustParseAddr("8.8.8.8")) {
+	// 2002:808:808:: is a 6to4 address: answered through ip2location-go, not keyed.
+	for _, a := range append(randomAddrs(20000), netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("2002:808:808::")) {
 		want, err := db.Lookup(a)
 		if err != nil {
 			t.Fatal(err)
@@ -204,6 +213,12 @@ func TestInPlaceLookupMatchesTheCopy(t *testing.T) {
 		}
 		if !equal(got, want) || got.Network != want.Network {
 			t.Fatalf("%s:\n in place %+v\n copied   %+v", a, got, want)
+		}
+		// LookupKeyed: the same record, and the key LocationKey names for its row.
+		keyedRec, key, keyed, err := db.LookupKeyed(a)
+		wantKey, _, wantKeyed := db.LocationKey(a)
+		if err != nil || !equal(keyedRec, want) || keyedRec.Network != want.Network || keyed != wantKeyed || key != wantKey {
+			t.Fatalf("%s: LookupKeyed %+v key %v (%v), err %v; want %+v key %v (%v)", a, keyedRec, key, keyed, err, want, wantKey, wantKeyed)
 		}
 		if want.City == "" || !ip2bin.FindsRow(db, a) {
 			continue

@@ -44,6 +44,8 @@ type DB struct {
 	// reads the matching row's range from them.
 	data []byte
 	hdr  header
+	// fine4 is a finer IPv4 index than the file's (buildFine4), for files held in memory.
+	fine4 []uint32
 }
 
 var _ lookup.DB = (*DB)(nil)
@@ -76,7 +78,7 @@ func OpenBytes(data []byte, source string) (*DB, error) {
 	}
 	db, err := open(&memReader{data: data}, h, source, int64(len(data)), checksum(data))
 	if err == nil {
-		db.data, db.hdr = data, h
+		db.data, db.hdr, db.fine4 = data, h, buildFine4(data, h)
 		db.info.ZoneNames = zoneNamesEverywhere(data, h)
 	}
 	return db, err
@@ -158,52 +160,66 @@ func (d *DB) Close() error {
 
 // Lookup answers for addr. IPv4-mapped addresses are looked up as IPv4 (the library does
 // the same for 6to4 and Teredo addresses, by design of the format).
-func (d *DB) Lookup(addr netip.Addr) (lookup.Record, error) { return d.lookup(addr, false) }
+func (d *DB) Lookup(addr netip.Addr) (lookup.Record, error) {
+	rec, _, _, err := d.lookup(addr, false)
+	return rec, err
+}
 
 // LookupInPlace is Lookup with the strings of a directly read row (a DB11 file held in
 // memory) pointing into the file's memory instead of copied out of it (see
 // lookup.InPlaceDB): valid until Close, which the caller must keep from happening while it
 // reads them. Rows answered through ip2location-go have copied strings either way.
-func (d *DB) LookupInPlace(addr netip.Addr) (lookup.Record, error) { return d.lookup(addr, true) }
+func (d *DB) LookupInPlace(addr netip.Addr) (lookup.Record, error) {
+	rec, _, _, err := d.lookup(addr, true)
+	return rec, err
+}
 
 var _ lookup.InPlaceDB = (*DB)(nil)
 
-func (d *DB) lookup(addr netip.Addr, inPlace bool) (rec lookup.Record, err error) {
+// LookupKeyed is LookupInPlace that also returns the location key of the row the record
+// was read from (lookup.KeyedDB), in the same search; keyed is false where LocationKey
+// would report no key.
+func (d *DB) LookupKeyed(addr netip.Addr) (rec lookup.Record, key lookup.LocationKey, keyed bool, err error) {
+	return d.lookup(addr, true)
+}
+
+func (d *DB) lookup(addr netip.Addr, inPlace bool) (rec lookup.Record, key lookup.LocationKey, keyed bool, err error) {
 	if !addr.IsValid() {
-		return lookup.Record{}, lookup.ErrInvalidAddress
+		return lookup.Record{}, key, false, lookup.ErrInvalidAddress
 	}
 	defer func() {
 		// The library trusts the file's pointers; a corrupt file must fail one lookup,
 		// not the process.
 		if p := recover(); p != nil {
-			rec, err = lookup.Record{}, fmt.Errorf("bin lookup %s: corrupt data: %v", addr, p)
+			rec, key, keyed, err = lookup.Record{}, lookup.LocationKey{}, false, fmt.Errorf("bin lookup %s: corrupt data: %v", addr, p)
 		}
 	}()
 	addr = addr.Unmap()
-	r, network, err := d.getAll(addr, inPlace)
+	r, network, key, keyed, err := d.getAll(addr, inPlace)
 	if err != nil {
-		return lookup.Record{}, fmt.Errorf("bin lookup %s: %w", addr, err)
+		return lookup.Record{}, lookup.LocationKey{}, false, fmt.Errorf("bin lookup %s: %w", addr, err)
 	}
 	rec = toRecord(&r, d.extras)
 	if rec.Found() {
 		rec.Network = network
 	}
-	return rec, nil
+	return rec, key, keyed, nil
 }
 
 // getAll holds libMu through a deferred unlock, so a panic on corrupt data cannot leave it
-// locked.
-func (d *DB) getAll(addr netip.Addr, inPlace bool) (ip2location.IP2Locationrecord, netip.Prefix, error) {
+// locked. keyed reports that the record was read from its row directly, whose location
+// key is key.
+func (d *DB) getAll(addr netip.Addr, inPlace bool) (r ip2location.IP2Locationrecord, network netip.Prefix, key lookup.LocationKey, keyed bool, err error) {
 	libMu.RLock()
 	defer libMu.RUnlock()
 	if d.closed {
-		return ip2location.IP2Locationrecord{}, netip.Prefix{}, ErrClosed
+		return r, network, key, false, ErrClosed
 	}
-	if r, network, ok := d.lookupRow(addr, inPlace); ok {
-		return r, network, nil
+	if r, network, key, ok := d.lookupRow(addr, inPlace); ok {
+		return r, network, key, true, nil
 	}
-	r, err := d.db.Get_all(addr.String())
-	return r, d.network(addr), err
+	r, err = d.db.Get_all(addr.String())
+	return r, d.network(addr), key, false, err
 }
 
 func toRecord(r *ip2location.IP2Locationrecord, extras bool) lookup.Record {

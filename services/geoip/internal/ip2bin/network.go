@@ -37,8 +37,9 @@ type row struct {
 	valid    bool
 }
 
-// rowFor finds the row that answers for addr by the file's index and a binary search, as
-// ip2location-go does, but over d.data without copying. It reads d.data, so only files held
+// rowFor finds the row that answers for addr by an index and a binary search, as
+// ip2location-go does, but over d.data without copying, and for IPv4 by the finer index
+// fine4 rather than the file's. It reads d.data, so only files held
 // in memory have it, and the caller holds libMu. IPv6 addresses ip2location-go answers from
 // the IPv4 rows (6to4, Teredo) are not found here (valid false): callers fall back to it.
 func (d *DB) rowFor(addr netip.Addr) row {
@@ -73,7 +74,10 @@ func (d *DB) rowFor(addr netip.Addr) row {
 		return u128{binary.LittleEndian.Uint64(data[off+8:]), binary.LittleEndian.Uint64(data[off:])}, true
 	}
 	low, high := 0, count
-	if indexBase >= 0 {
+	if width == 32 && d.fine4 != nil {
+		b := ip.lo >> fineShift4
+		low, high = int(d.fine4[b]), int(d.fine4[b+1])
+	} else if indexBase >= 0 {
 		top := ip.lo >> 16
 		if width == 128 {
 			top = ip.hi >> 48
@@ -188,4 +192,36 @@ func largestBlock(addr netip.Addr, ip, from, last u128, width int) netip.Prefix 
 		}
 	}
 	return netip.Prefix{}
+}
+
+// fineShift4 sets the blocks of the IPv4 index built at load (fine4): /20 blocks, 2^20 of
+// them. The file's own index has /16 blocks, which on the full DB-IP data hold 56 rows on
+// average and thousands in dense blocks, so a lookup then probes 6 or more rows scattered
+// over 160 MB, each a cache miss; a /20 block holds 3.5 rows on average, one or two probes
+// in adjacent memory, for a 4 MiB index (docs/benchmarks.md, issue 16 round 5).
+const fineShift4 = 12
+
+// buildFine4 returns the IPv4 index of a file held in memory: entry b is the row holding
+// the first address of /20 block b, entry 2^20 the last range's row, so the rows from
+// entry b to entry b+1 hold every address of block b. Nil when the file has no IPv4 rows
+// beyond the sentinel. It walks the rows once (verify has checked their order).
+func buildFine4(data []byte, h header) []uint32 {
+	count := int(h.count4)
+	if count < 2 {
+		return nil
+	}
+	base, rowSize := int(h.base4)-1, 4*int(h.columns)
+	from := func(r int) uint64 { return uint64(binary.LittleEndian.Uint32(data[base+r*rowSize:])) }
+	const blocks = 1 << (32 - fineShift4)
+	idx := make([]uint32, blocks+1)
+	r := 0 // the row holding the current block's first address; rows count-1 is the sentinel
+	for b := range blocks {
+		start := uint64(b) << fineShift4
+		for r+1 < count-1 && from(r+1) <= start {
+			r++
+		}
+		idx[b] = uint32(r)
+	}
+	idx[blocks] = uint32(count - 2)
+	return idx
 }

@@ -98,6 +98,9 @@ type KeyedDB interface {
 	// the row cannot be keyed (then LookupInPlace answers as usual). The network is the
 	// record's only when the record is found (Record.Found).
 	LocationKey(addr netip.Addr) (key LocationKey, network netip.Prefix, ok bool)
+	// LookupKeyed is LookupInPlace that also returns the key of the row the record was
+	// read from, found by the same search; keyed is false where LocationKey reports no key.
+	LookupKeyed(addr netip.Addr) (rec Record, key LocationKey, keyed bool, err error)
 }
 
 // Lease keeps the database a record was read from open; Release ends it, after which the
