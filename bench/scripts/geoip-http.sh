@@ -4,11 +4,17 @@
 # addresses on the full DB-IP BIN and a fixed address; prints each round, the ratios and the
 # CPU the load generator used against the server's. Stops both servers (by PID) on exit.
 #
+# A warm-up round comes first, the same for both servers and not counted: the figures are
+# of servers in their steady state. A geoip just started first grows its heap to the size it
+# keeps (each new page costs a page fault: about 36,000 in its first 6 s of random
+# addresses, none after) and fills its location-fragment cache; the floor has neither.
+#
 #   bench/scripts/geoip-http.sh [DB.BIN]
 #
 # DB.BIN defaults to $GEOIP_BENCH_DB, else services/geoip/testdata/.cache/dbip-city-full.BIN
 # (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (3), DURATION
-# (10s, in seconds), CONNS (64), THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FIXED_IP (8.8.8.8).
+# (10s, in seconds), WARMUP (the warm-up round's wrk duration, 10s; 0s skips it), CONNS (64),
+# THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FIXED_IP (8.8.8.8).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +29,7 @@ threads=${THREADS:-2}
 geoip_port=${GEOIP_PORT:-18311}
 floor_port=${FLOOR_PORT:-18312}
 fixed=${FIXED_IP:-8.8.8.8}
+warmup=${WARMUP:-10s}
 if [[ ! -f $db ]]; then
 	echo "geoip-http.sh: $db: no such file; run 'make geoip-bin' or pass DB.BIN" >&2
 	exit 1
@@ -83,9 +90,20 @@ run() {
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)," \
-	"database $(basename "$db") ($(stat -c %s "$db") bytes), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds"
+	"database $(basename "$db") ($(stat -c %s "$db") bytes), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds" \
+	"after a warm-up round of $warmup"
 echo "# columns: round kind target req/s p99 wrk-cpu-seconds server-cpu-seconds"
 results=$(mktemp)
+if [[ ${warmup%s} != 0 ]]; then
+	for kind in random fixed; do
+		for target in floor geoip; do
+			if [[ $target == floor ]]; then port=$floor_port; else port=$geoip_port; fi
+			if [[ $kind == random ]]; then url="http://127.0.0.1:$port/" args=(-s "$here/geoip-random.lua"); else url="http://127.0.0.1:$port/$fixed/json/" args=(); fi
+			rps=$(wrk -t"$threads" -c"$conns" -d"$warmup" "${args[@]}" "$url" | awk '/^Requests\/sec/ {print $2}')
+			echo "# warm-up $kind $target $rps req/s (not counted)"
+		done
+	done
+fi
 for r in $(seq 1 "$rounds"); do
 	for kind in random fixed; do
 		for target in floor geoip; do
@@ -108,4 +126,9 @@ awk -v d="$secs" '{key=$2" "$3; e=$5*d/$8; if ($4 == "floor") {f[key]=$5; fe[key
 awk -v d="$secs" '{key=$3; e=$5*d/$8; if ($4 == "floor") {f[$2" "key]=$5; fe[$2" "key]=e}
 	else {s[key]+=$5/f[$2" "key]; se[key]+=e/fe[$2" "key]; n[key]++}}
 	END {for (k in s) printf "# mean ratio %s: throughput %.3f, per CPU-second %.3f, over %d rounds\n", k, s[k]/n[k], se[k]/n[k], n[k]}' "$results"
+# The median round too: on a shared machine one round can swing the mean by several percent.
+for kind in random fixed; do
+	awk -v k="$kind" '$3 == k {if ($4 == "floor") f[$2]=$5; else r[$2]=$5/f[$2]} END {for (i in r) print r[i]}' "$results" |
+		sort -g | awk -v k="$kind" '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "# median round %s: throughput %.3f\n", k, m}'
+done
 rm -f "$results"
