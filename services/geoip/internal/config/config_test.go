@@ -9,6 +9,20 @@ import (
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// loadCase loads env; when wantErr is set it checks that loading failed with an error
+// naming wantErr and reports done, the case being checked.
+func loadCase(t *testing.T, env map[string]string, wantErr string) (c Config, done bool, err error) {
+	t.Helper()
+	c, err = Load(envOf(env))
+	if wantErr == "" {
+		return c, false, err
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("%v: error %v, want one naming %s", env, err, wantErr)
+	}
+	return c, true, err
+}
+
 func TestDefaults(t *testing.T) {
 	c, err := Load(envOf(nil))
 	if err != nil {
@@ -36,11 +50,8 @@ func TestCacheSettings(t *testing.T) {
 		{env: map[string]string{"GEOIP_CACHE_SIZE": "many"}, wantErr: "GEOIP_CACHE_SIZE"},
 	}
 	for _, tt := range tests {
-		c, err := Load(envOf(tt.env))
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
-			}
+		c, done, err := loadCase(t, tt.env, tt.wantErr)
+		if done {
 			continue
 		}
 		if err != nil || c.CacheMaxAge != tt.maxAge || c.CacheSize != tt.size {
@@ -105,11 +116,8 @@ func TestGCSettings(t *testing.T) {
 		{env: map[string]string{"GOGC": "-5"}, wantErr: "GOGC"},
 	}
 	for _, tt := range tests {
-		c, err := Load(envOf(tt.env))
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.wantErr)
-			}
+		c, done, err := loadCase(t, tt.env, tt.wantErr)
+		if done {
 			continue
 		}
 		if err != nil || c.GC != tt.want {
