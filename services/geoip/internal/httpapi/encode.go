@@ -147,7 +147,8 @@ func appendJSONField(b []byte, f *field, l *Location) []byte {
 // keys that depend on the country alone (factRuns) with its leading commas: copying two
 // runs replaces encoding twelve values (a float among them) on every uncached answer.
 type countryJSON struct {
-	runs [2][]byte
+	runs  [2][]byte
+	index int // in countryTable
 }
 
 // factRuns are the runs of keys newLocation fills from the country's code and facts:
@@ -187,7 +188,7 @@ var countryTable = func() (t [26 * 26]*countryJSON) {
 			if !setCountryFacts(&loc, code) {
 				continue
 			}
-			c := new(countryJSON)
+			c := &countryJSON{index: int(a-'A')*26 + int(b-'A')}
 			for r, run := range factRuns {
 				for i := run.start; i < run.end; i++ {
 					c.runs[r] = append(c.runs[r], ',')
@@ -199,6 +200,28 @@ var countryTable = func() (t [26 * 26]*countryJSON) {
 	}
 	return t
 }()
+
+// noCountry is the runs of an answer with no country's fields (an unknown address): the
+// same for every such answer, so cut out of location fragments as a country's are.
+var noCountry = func() *countryJSON {
+	c := &countryJSON{index: len(countryTable)}
+	var loc Location
+	for r, run := range factRuns {
+		for i := run.start; i < run.end; i++ {
+			c.runs[r] = append(c.runs[r], ',')
+			c.runs[r] = appendJSONField(c.runs[r], &fields[i], &loc)
+		}
+	}
+	return c
+}()
+
+// countryByIndex is the inverse of countryJSON.index.
+func countryByIndex(i int) *countryJSON {
+	if i == noCountry.index {
+		return noCountry
+	}
+	return countryTable[i]
+}
 
 // countryFragments returns the encoded runs of an upper-case two-letter code that
 // setCountryFacts knows, else nil.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -176,5 +178,101 @@ func TestAppendHeadMatchesTheEncoder(t *testing.T) {
 		if len(head) > maxHead || !bytes.HasPrefix(full, head) || full[len(head)] != ',' {
 			t.Errorf("%s in %q: head %s (%d bytes, at most %d), the encoder's answer %s", addr, tc.network, head, len(head), maxHead, full)
 		}
+	}
+}
+
+// A fragment is one pointer-free object of a size class: the collector never scans the
+// table's contents, and a hit reads one object.
+func TestFragmentsHoldNoPointers(t *testing.T) {
+	typ := reflect.TypeFor[fragment]()
+	for i := range typ.NumField() {
+		switch k := typ.Field(i).Type.Kind(); k {
+		case reflect.Bool, reflect.Uint16, reflect.Int64:
+		case reflect.Array:
+			if e := typ.Field(i).Type.Elem().Kind(); e != reflect.Uint8 && e != reflect.Uint16 {
+				t.Errorf("fragment.%s is an array of %s", typ.Field(i).Name, e)
+			}
+		default:
+			t.Errorf("fragment.%s is a %s: fragments must hold no pointer", typ.Field(i).Name, k)
+		}
+	}
+	if typ.Size() != fragmentSize {
+		t.Errorf("a fragment takes %d bytes, want %d", typ.Size(), fragmentSize)
+	}
+}
+
+// A location's own keys are kept without its country's runs, which every location of the
+// country shares, and put back where they were; a location of no country has the empty
+// runs cut. One whose keys do not fit is not kept: a long name, or a country code the
+// table lacks (its name then comes from the database, and nothing is cut).
+func TestFragmentsCutTheCountrysKeys(t *testing.T) {
+	end := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name     string
+		rec      lookup.Record
+		country  *countryJSON // cut out; nil: the fragment is not kept
+		maxBytes int
+	}{
+		{"known country", lookup.Record{Country: "DE", Region: "Bavaria", City: "Munich", TimeZone: "Europe/Berlin", UTCOffset: "+0100",
+			Latitude: 48.1, Longitude: 11.5, HasLocation: true, Network: netip.MustParsePrefix("5.6.0.0/16")}, countryFragments("DE"), 200},
+		{"no country", lookup.Record{}, noCountry, 150},
+		{"a code the table lacks", lookup.Record{Country: "XZ", CountryName: "Nowhere", City: "Q", Network: netip.MustParsePrefix("5.6.0.0/16")}, nil, 0},
+		{"own keys too long", lookup.Record{Country: "DE", City: strings.Repeat("Ortsteil ", 20), Network: netip.MustParsePrefix("5.6.0.0/16")}, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := netip.MustParseAddr("5.6.7.8")
+			loc, buf := newLocation(addr, tc.rec, nil)
+			var want answer
+			want.set(&loc, "v1", buf)
+			f := newFragment(want.json, addr, tc.rec.Network, loc.facts)
+			if tc.country == nil {
+				if f != nil {
+					t.Fatalf("kept %d bytes of own keys (at most %d fit)", f.n, fragmentOwn)
+				}
+				return
+			}
+			if f == nil {
+				t.Fatal("not kept")
+			}
+			if got := countryByIndex(int(f.country)); got != tc.country {
+				t.Fatalf("cut the runs of country %d", f.country)
+			}
+			own := f.own[:f.n]
+			if bytes.Contains(own, []byte(`"country_name"`)) || bytes.Contains(own, []byte(`"country_population"`)) || len(own) > tc.maxBytes {
+				t.Fatalf("own keys (%d bytes) still hold the country's: %s", len(own), own)
+			}
+			f.expires = end.UnixNano()
+			var got answer
+			got.setFragment(addr, tc.rec.Network, "v1", f)
+			if !bytes.Equal(got.json, want.json) || got.etag != want.etag {
+				t.Errorf("put together\n%s %s\nwant\n%s %s", got.json, got.etag, want.json, want.etag)
+			}
+		})
+	}
+}
+
+// The table is one database version's: a fragment kept for one is not found for another,
+// and keeping one for another version starts a new table.
+func TestFragmentTablesBelongToOneVersion(t *testing.T) {
+	c := newFragmentCache(16, time.Minute)
+	now := time.Now().UnixNano()
+	key := lookup.LocationKey{7}
+	c.put(&fragment{key: key, expires: now + int64(time.Minute)}, "v1")
+	if c.get(&key, "v1", now) == nil {
+		t.Fatal("the fragment just kept is not found")
+	}
+	if c.get(&key, "v2", now) != nil {
+		t.Fatal("found for another version")
+	}
+	c.put(&fragment{key: lookup.LocationKey{8}, expires: now + int64(time.Minute)}, "v2")
+	if c.get(&key, "v1", now) != nil {
+		t.Fatal("v1's table outlived a fragment of v2")
+	}
+	if c.get(&lookup.LocationKey{8}, "v2", now) == nil {
+		t.Fatal("v2's fragment is not found")
+	}
+	c.purge()
+	if c.get(&lookup.LocationKey{8}, "v2", now) != nil {
+		t.Fatal("found after purge")
 	}
 }

@@ -34,7 +34,7 @@ type Options struct {
 	// ETag lets clients revalidate cheaply afterwards.
 	MaxAge time.Duration
 	// CacheSize bounds the in-process cache of encoded answers (default 65536 addresses;
-	// negative disables it), and as many the cache of encoded locations (see
+	// negative disables it), and twice as many the cache of encoded locations (see
 	// fragmentCache), when the database has location keys.
 	CacheSize int
 	// CacheTTL bounds how long a cached answer is reused (default 1m): utc_offset changes
@@ -110,7 +110,7 @@ func New(srv *apiserver.Server[struct{}], db DB, opts Options) (*API, error) {
 	}
 	a.borrow, _ = db.(borrower)
 	if k, ok := db.(keyedDB); ok && opts.CacheSize > 0 {
-		a.keyed, a.frags = k, newFragmentCache(opts.CacheSize, opts.CacheTTL)
+		a.keyed, a.frags = k, newFragmentCache(2*opts.CacheSize, opts.CacheTTL)
 	}
 	if err := srv.Registry().Register(a.hits); err != nil {
 		return nil, fmt.Errorf("httpapi: register metrics: %w", err)
