@@ -217,8 +217,9 @@ func (l *respLayout) documented(ct string) bool {
 
 // respondWith writes a Response found at p (the handler's result, which it does not keep).
 // It reports false when the body must be encoded from Body: the caller copies the result
-// for that, so the common case (Raw, no body) never moves it to the heap.
-func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer) bool {
+// for that, so the common case (Raw, no body) never moves it to the heap. The header values
+// go in vals (empty, with room the caller allocated) while they fit.
+func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer, vals []string) bool {
 	l := ep.resp
 	status := *(*int)(unsafe.Add(p, l.statusOff))
 	if status == 0 {
@@ -236,7 +237,6 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer) bo
 			status = http.StatusNotModified
 		}
 	}
-	var vals []string
 	for i := range l.fields {
 		f := &l.fields[i]
 		if !f.carriedBy(status, ep.op.Status) {
@@ -251,8 +251,8 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer) bo
 			}
 			continue
 		}
-		if vals == nil {
-			vals = make([]string, 0, len(l.fields)) // one allocation for every value
+		if len(vals) == cap(vals) {
+			vals = make([]string, 0, len(l.fields)) // one allocation for the values left
 		}
 		vals = append(vals, v)
 		h[f.name] = vals[len(vals)-1 : len(vals) : len(vals)]
