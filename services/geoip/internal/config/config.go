@@ -81,13 +81,13 @@ const defaultCacheAnswers = 1 << 16
 
 // DefaultMemoryLimit is the soft memory limit geoip sets when GOMEMLIMIT
 // is unset: 3 KiB per answer the cache may keep (cacheSize as in
-// Config.CacheSize), at least 64 MiB. A full cache holds about 2.3 KiB per
-// answer (1.6 KiB for the answer, 0.7 KiB for a location's encoding, see
-// internal/httpapi), so the limit stays above the live heap at any cache
-// size and the collector never runs back to back; with the default cache
-// (192 MiB) both caches full (about 150 MB live) collect a little more
-// often than at GOGC=100, and the heap stays below the 750 MB
-// DefaultGCPercent alone would allow.
+// Config.CacheSize), at least 64 MiB. A full cache holds about 2.2 KiB per
+// answer (1.6 KiB for the answer, 0.6 KiB for the two locations' encodings
+// kept per answer, 320 bytes each, see internal/httpapi), so the limit stays
+// above the live heap at any cache size and the collector never runs back
+// to back; with the default cache (192 MiB) both caches full (about 150 MB
+// live) collect a little more often than at GOGC=100, and the heap stays
+// below the 750 MB DefaultGCPercent alone would allow.
 func DefaultMemoryLimit(cacheSize int) int64 {
 	answers := int64(cacheSize)
 	switch {
