@@ -183,19 +183,12 @@ func fieldIndex(name string) int {
 var countryTable = func() (t [26 * 26]*countryJSON) {
 	for a := byte('A'); a <= 'Z'; a++ {
 		for b := byte('A'); b <= 'Z'; b++ {
-			code := string([]byte{a, b})
 			var loc Location
-			if !setCountryFacts(&loc, code) {
+			if !setCountryFacts(&loc, string([]byte{a, b})) {
 				continue
 			}
-			c := &countryJSON{index: int(a-'A')*26 + int(b-'A')}
-			for r, run := range factRuns {
-				for i := run.start; i < run.end; i++ {
-					c.runs[r] = append(c.runs[r], ',')
-					c.runs[r] = appendJSONField(c.runs[r], &fields[i], &loc)
-				}
-			}
-			t[int(a-'A')*26+int(b-'A')] = c
+			i := int(a-'A')*26 + int(b-'A')
+			t[i] = encodeRuns(&loc, i)
 		}
 	}
 	return t
@@ -203,17 +196,19 @@ var countryTable = func() (t [26 * 26]*countryJSON) {
 
 // noCountry is the runs of an answer with no country's fields (an unknown address): the
 // same for every such answer, so cut out of location fragments as a country's are.
-var noCountry = func() *countryJSON {
-	c := &countryJSON{index: len(countryTable)}
-	var loc Location
+var noCountry = encodeRuns(&Location{}, len(countryTable))
+
+// encodeRuns encodes loc's country runs (factRuns) as appendJSON writes them.
+func encodeRuns(loc *Location, index int) *countryJSON {
+	c := &countryJSON{index: index}
 	for r, run := range factRuns {
 		for i := run.start; i < run.end; i++ {
 			c.runs[r] = append(c.runs[r], ',')
-			c.runs[r] = appendJSONField(c.runs[r], &fields[i], &loc)
+			c.runs[r] = appendJSONField(c.runs[r], &fields[i], loc)
 		}
 	}
 	return c
-}()
+}
 
 // countryByIndex is the inverse of countryJSON.index.
 func countryByIndex(i int) *countryJSON {

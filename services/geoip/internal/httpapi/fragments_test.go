@@ -131,6 +131,9 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	if s.api.keyed == nil {
 		t.Fatal("the API does not use the database's location keys")
 	}
+	if got, want := s.api.frags.size, 2*slotCount(1<<16); got != want {
+		t.Errorf("the default table holds %d fragments, want %d (twice the answers)", got, want)
+	}
 	ask := func(ip, wantOffset string, wantBorrows int64) {
 		t.Helper()
 		var ans answer
