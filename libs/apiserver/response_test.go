@@ -147,3 +147,40 @@ func TestResponseCarriesHeadersStatusAndRawBodies(t *testing.T) {
 		t.Error("Location not documented on 201")
 	}
 }
+
+// manyHeaders has more values than the room the library keeps for them in each request's
+// one allocation (four): the rest still reach the answer, each with its own value.
+type manyHeaders struct {
+	A string `header:"X-A"`
+	B string `header:"X-B"`
+	C string `header:"X-C"`
+	D string `header:"X-D"`
+	E string `header:"X-E"`
+	F int    `header:"X-F"`
+}
+
+func TestResponseCarriesMoreHeadersThanItsRoom(t *testing.T) {
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/many"},
+		func(c *apiserver.Context[struct{}], _ *struct{}) (apiserver.Response[manyHeaders, sizeOut], error) {
+			return apiserver.Response[manyHeaders, sizeOut]{Header: manyHeaders{"a", "b", "", "d", "e", 6}, Body: sizeOut{Text: "x"}}, nil
+		})
+	for range 2 { // the second request must not see the first one's values
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/many", nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		for name, want := range map[string]string{"X-A": "a", "X-B": "b", "X-C": "", "X-D": "d", "X-E": "e", "X-F": "6"} {
+			if got := rec.Header().Values(name); (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
+				t.Errorf("%s: %q, want %q", name, got, want)
+			}
+		}
+	}
+}
