@@ -27,9 +27,8 @@ type keyedDB interface {
 // writes it, less the country's two runs of keys (countryJSON), which are the same for
 // every location of a country and are copied from countryTable when the answer is put
 // together (setFragment). What is left, the location's own keys, is about 200 bytes where
-// the whole was about 550: a fragment is one pointer-free object of fragmentSize bytes,
-// which a hit reads in five adjacent cache lines, the collector never scans, and of which
-// twice as many fit in the memory the whole encodings took.
+// the whole was about 550. A fragment holds no pointer: the table keeps it inline, as
+// words (fragmentTable), and a request copies it out to its stack.
 type fragment struct {
 	key     lookup.LocationKey
 	found   bool      // the record was found: network is the row's
@@ -40,50 +39,60 @@ type fragment struct {
 	own     [fragmentOwn]byte
 }
 
-// fragmentSize is a fragment's size in memory, one of the allocator's size classes; own
-// takes the rest. A location whose own keys are longer (a 150-byte city name) is not kept:
-// its answers are built from the record every time.
+// fragmentSize is a table slot's size: five cache lines, a sequence word and the fragment.
+// A location whose own keys are longer than fragmentOwn (a 150-byte city name) is not
+// kept: its answers are built from the record every time.
 const (
-	fragmentSize = 320
-	fragmentOwn  = fragmentSize - 48
+	fragmentSize  = 320
+	fragmentWords = fragmentSize / 8
+	fragmentHead  = 6 // words of a fragment before own
+	fragmentOwn   = fragmentSize - 8 - 8*fragmentHead
 )
 
-var _ = [1]struct{}{}[unsafe.Sizeof(fragment{})-fragmentSize] // fragmentOwn fills the size class exactly
+var _ = [1]struct{}{}[unsafe.Sizeof(fragment{})+8-fragmentSize] // a fragment fills a slot after its sequence word
+var _ = [1]struct{}{}[unsafe.Offsetof(fragment{}.own)-8*fragmentHead]
 
-// fragmentCache keeps fragments in a direct-mapped table of atomic pointers, as
-// answerCache keeps answers: bounded, lock-free, a newer fragment replacing whatever held
-// its slot. Under random addresses the rows of far fewer locations than addresses are
-// asked for (on the full DB-IP data, 2 million random IPv4 addresses fall in 139,000
-// locations; over those 2 million from empty, a table of 65,536 slots answers 86 % of
-// them, 131,072 slots, the default, 89 % (82 % of the first 250,000, 91 % after 2 million),
-// and holds 42 MB when full), and a hit costs neither the record's strings
-// (cold memory, scattered over the database), nor its time zone, region code and country
-// facts, nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU
-// and a hit 2 us (docs/benchmarks.md, issue 16 round 4), so the hit rate is worth the
-// memory.
+// fragmentCache keeps fragments in a table of slots, two per hash (a set of two ways, the
+// one expiring first replaced): bounded, lock-free, no map. Under random addresses the
+// rows of far fewer locations than addresses are asked for: on the full DB-IP data, 2
+// million random IPv4 addresses fall in 139,000 locations, and over those 2 million from
+// empty 65,536 slots answer 87.5 % of them, 131,072 (the default) 90.7 % (83 % of the
+// first 250,000, 93 % after 2 million), 262,144 92.2 %, where a table of one slot per
+// hash answered 85.8, 88.9 and 90.9 %. A hit costs neither the record's strings (cold
+// memory, scattered over the database), nor its time zone, region code and country facts,
+// nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU and a hit
+// 2 us (docs/benchmarks.md, issue 16 round 4), so the hit rate is worth the memory
+// (fragmentSize bytes a slot, 42 MB).
 //
-// The table belongs to one database version: a fragment's key means nothing in another
+// A table belongs to one database version: a fragment's key means nothing in another
 // file. The first request that sees a new version replaces the table (table), so a
-// fragment carries no version of its own and holds no pointer.
+// fragment carries no version of its own.
 type fragmentCache struct {
 	tab  atomic.Pointer[fragmentTable]
 	size int
 	ttl  int64
 }
 
+// fragmentTable is slots of fragmentWords words, each a sequence word and a fragment's
+// words, read and written as a sequence lock: a writer makes the sequence odd, writes the
+// words and makes it even again; a reader copies the words out and keeps the copy only if
+// the sequence was even and unchanged across the copy. Every word is read and written
+// atomically, so a reader racing a writer gets a torn copy it throws away, never a data
+// race. Inline slots cost a hit one cache miss where a table of pointers to fragments
+// cost two, and the collector sees one pointer-free array, not a hundred thousand objects.
 type fragmentTable struct {
 	version string
-	slots   []atomic.Pointer[fragment]
-	mask    uint64
+	words   []atomic.Uint64
+	mask    uint64 // of a set's first slot: even
 }
 
-// newFragmentCache holds up to size fragments, rounded up to a power of two (size <= 0:
-// none).
+// newFragmentCache holds up to size fragments, rounded up to a power of two, at least two
+// (size <= 0: none).
 func newFragmentCache(size int, ttl time.Duration) *fragmentCache {
 	if size <= 0 {
 		return nil
 	}
-	return &fragmentCache{size: slotCount(size), ttl: int64(ttl)}
+	return &fragmentCache{size: max(slotCount(size), 2), ttl: int64(ttl)}
 }
 
 // table returns the table of version, replacing one of another version. Requests that
@@ -94,32 +103,76 @@ func (c *fragmentCache) table(version string) *fragmentTable {
 	if t != nil && t.version == version {
 		return t
 	}
-	n := &fragmentTable{version: version, slots: make([]atomic.Pointer[fragment], c.size), mask: uint64(c.size - 1)}
+	n := &fragmentTable{version: version, words: make([]atomic.Uint64, c.size*fragmentWords), mask: uint64(c.size-1) &^ 1}
 	if c.tab.CompareAndSwap(t, n) {
 		return n
 	}
 	return c.table(version) // another request replaced it first
 }
 
-func (t *fragmentTable) slot(key *lookup.LocationKey) *atomic.Pointer[fragment] {
-	return &t.slots[xxhash.Sum64(key[:])&t.mask]
+// set returns the words of the two slots key may be kept in.
+func (t *fragmentTable) set(key *lookup.LocationKey) []atomic.Uint64 {
+	i := int(xxhash.Sum64(key[:])&t.mask) * fragmentWords
+	return t.words[i : i+2*fragmentWords : i+2*fragmentWords]
 }
 
-// get returns the fragment of key in database version, if fresh.
-func (c *fragmentCache) get(key *lookup.LocationKey, version string, now int64) *fragment {
+// words is f as the words a slot holds after its sequence word.
+func (f *fragment) words() *[fragmentWords - 1]uint64 {
+	return (*[fragmentWords - 1]uint64)(unsafe.Pointer(f))
+}
+
+// ownWords is how many words of own a fragment of n bytes uses.
+func ownWords(n uint16) int { return min((int(n)+7)/8, fragmentOwn/8) }
+
+// read copies slot's fragment into f if it is key's and fresh at now.
+func (f *fragment) read(slot []atomic.Uint64, key *lookup.LocationKey, now int64) bool {
+	seq := slot[0].Load()
+	if seq == 0 || seq&1 != 0 {
+		return false // empty, or being written
+	}
+	w := f.words()
+	for i := range fragmentHead {
+		w[i] = slot[1+i].Load()
+	}
+	if f.key != *key || now >= f.expires {
+		return false
+	}
+	for i := range ownWords(f.n) { // n may be torn: bounded, and the sequence check drops the copy
+		w[fragmentHead+i] = slot[1+fragmentHead+i].Load()
+	}
+	return slot[0].Load() == seq
+}
+
+// get copies the fragment of key in database version into f, if one is kept and fresh.
+func (c *fragmentCache) get(key *lookup.LocationKey, version string, now int64, f *fragment) bool {
 	t := c.tab.Load()
 	if t == nil || t.version != version {
-		return nil
+		return false
 	}
-	f := t.slot(key).Load()
-	if f == nil || f.key != *key || now >= f.expires {
-		return nil
-	}
-	return f
+	set := t.set(key)
+	return f.read(set[:fragmentWords], key, now) || f.read(set[fragmentWords:], key, now)
 }
 
-// put keeps f, a fragment of database version.
-func (c *fragmentCache) put(f *fragment, version string) { c.table(version).slot(&f.key).Store(f) }
+// put keeps f, a fragment of database version, in the slot of its set that is empty or
+// expires first (the older one: every fragment lives the TTL unless its UTC offset ends
+// sooner). When another request is writing that slot, f is not kept.
+func (c *fragmentCache) put(f *fragment, version string) {
+	set := c.table(version).set(&f.key)
+	slot := set[:fragmentWords]
+	const expires = 1 + 5 // the slot word of fragment.expires
+	if other := set[fragmentWords:]; slot[0].Load() != 0 && (other[0].Load() == 0 || int64(other[expires].Load()) < int64(slot[expires].Load())) {
+		slot = other
+	}
+	seq := slot[0].Load()
+	if seq&1 != 0 || !slot[0].CompareAndSwap(seq, seq+1) {
+		return
+	}
+	w := f.words()
+	for i := range fragmentHead + ownWords(f.n) {
+		slot[1+i].Store(w[i])
+	}
+	slot[0].Store(seq + 2)
+}
 
 func (c *fragmentCache) purge() {
 	if c == nil {
@@ -137,11 +190,12 @@ func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, 
 	if !ok || kver != version {
 		return false, nil
 	}
-	if f := a.frags.get(&key, version, now.UnixNano()); f != nil {
+	var f fragment
+	if a.frags.get(&key, version, now.UnixNano(), &f) {
 		if !f.found {
 			network = netip.Prefix{}
 		}
-		ans.setFragment(addr, network, version, f)
+		ans.setFragment(addr, network, version, &f)
 		return true, nil
 	}
 	rec, key, kver, keyed, lease, err := a.keyed.BorrowKeyed(addr)
@@ -152,28 +206,28 @@ func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, 
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	ans.set(&loc, version, buf)
 	if keyed && kver == version {
-		if f := newFragment(ans.json, addr, rec.Network, loc.facts); f != nil {
+		if f.fill(ans.json, addr, rec.Network, loc.facts) {
 			f.key = key
 			f.expires = now.UnixNano() + a.frags.ttl
 			if end := a.keyed.OffsetEnd(loc.Timezone, now); end < f.expires {
 				f.expires = end
 			}
-			a.frags.put(f, kver)
+			a.frags.put(&f, kver)
 		}
 	}
 	ans.loc = Location{} // its strings may be the database's, released on return
 	return true, nil
 }
 
-// newFragment returns the fragment of json, the encoding of addr's record in network
-// whose country's runs are facts (nil: not from countryTable), with its key and expiry
-// left for the caller; nil if json does not start with the head as appendHead writes it,
-// or its keys do not fit in a fragment.
-func newFragment(json []byte, addr netip.Addr, network netip.Prefix, facts *countryJSON) *fragment {
+// fill makes f the fragment of json, the encoding of addr's record in network whose
+// country's runs are facts (nil: not from countryTable), with its key and expiry left for
+// the caller; false if json does not start with the head as appendHead writes it, or its
+// keys do not fit in a fragment.
+func (f *fragment) fill(json []byte, addr netip.Addr, network netip.Prefix, facts *countryJSON) bool {
 	var scratch [maxHead]byte
 	head := appendHead(scratch[:0], addr, network)
 	if !bytes.HasPrefix(json, head) {
-		return nil
+		return false
 	}
 	tail := json[len(head):]
 	// The runs are found by their text: each starts with ,"key": and no string value can
@@ -186,19 +240,19 @@ func newFragment(json []byte, addr netip.Addr, network netip.Prefix, facts *coun
 	r0 := bytes.Index(tail, facts.runs[0])
 	r1 := bytes.Index(tail, facts.runs[1])
 	if r0 < 0 || r1 < r0+len(facts.runs[0]) {
-		return nil
+		return false
 	}
 	mid, rest := tail[r0+len(facts.runs[0]):r1], tail[r1+len(facts.runs[1]):]
 	if r0+len(mid)+len(rest) > fragmentOwn {
-		return nil
+		return false
 	}
-	f := &fragment{found: network.IsValid(), country: uint16(facts.index)}
+	f.found, f.country = network.IsValid(), uint16(facts.index)
 	n := copy(f.own[:], tail[:r0])
 	n += copy(f.own[n:], mid)
 	n += copy(f.own[n:], rest)
 	f.cut = [2]uint16{uint16(r0), uint16(r0 + len(mid))}
 	f.n = uint16(n)
-	return f
+	return true
 }
 
 // maxHead bounds appendHead's output: the keys and quotes (38 bytes), the longest
