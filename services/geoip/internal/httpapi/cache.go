@@ -45,24 +45,22 @@ const answerBufSize = 896
 // answerCache keeps the answers of hot addresses: a direct-mapped table of atomic
 // pointers, each address hashed to one slot, a newer answer replacing whatever held it.
 // Bounded and O(1) with no lock and no map: a lookup that misses (the common case under
-// random addresses) costs one atomic load, and a hot address stays until another address
-// of the same slot is asked for. Entries carry their address, database version and expiry.
+// random addresses) reads one word, and a hot address stays until another address of the
+// same slot is asked for. Entries carry their address, database version and expiry.
 //
-// An address is admitted on its second miss: seen holds a fingerprint of the last address
+// An address is admitted on its second miss: meta holds a fingerprint of the last address
 // that missed in each slot. Under addresses asked once (a scan, random traffic) nothing is
 // stored, so the cache neither allocates a shared answer per request nor keeps 65,536 of
 // them live for the collector to mark; an address asked twice is cached from then on.
 type answerCache struct {
-	slots []cacheSlot
-	mask  uint64
-	ttl   time.Duration
-}
-
-// cacheSlot keeps the admission fingerprint beside the answer pointer: under random
-// addresses every request misses, and one cache line per miss instead of two is felt.
-type cacheSlot struct {
-	ans  atomic.Pointer[answer]
-	seen atomic.Uint64
+	// meta[i] holds, for slot i, the tag of the answer's address (high half; 0: none)
+	// and the admission fingerprint of the last address that missed (low half). Under
+	// random addresses every request misses; a miss then reads and writes one word of an
+	// array of 256 KiB, which stays in the CPU's caches, and not the answers' slots.
+	meta    []atomic.Uint32
+	answers []atomic.Pointer[answer]
+	mask    uint64
+	ttl     time.Duration
 }
 
 // newAnswerCache holds up to size answers, rounded up to a power of two (size <= 0
@@ -72,7 +70,7 @@ func newAnswerCache(size int, ttl time.Duration) *answerCache {
 		return nil
 	}
 	n := slotCount(size)
-	return &answerCache{slots: make([]cacheSlot, n), mask: uint64(n - 1), ttl: ttl}
+	return &answerCache{meta: make([]atomic.Uint32, n), answers: make([]atomic.Pointer[answer], n), mask: uint64(n - 1), ttl: ttl}
 }
 
 // slotCount is size rounded up to a power of two, so that a hash masked by slotCount-1
@@ -94,8 +92,11 @@ func hashAddr(addr netip.Addr) uint64 {
 	return h
 }
 
-func (c *answerCache) slot(addr netip.Addr) *atomic.Pointer[answer] {
-	return &c.slots[hashAddr(addr)&c.mask].ans
+// slotOf returns addr's slot and the tag and fingerprint of addr there: bits of the hash
+// the slot index does not use, never 0 (the empty word).
+func (c *answerCache) slotOf(addr netip.Addr) (i uint64, tag, fp uint32) {
+	h := hashAddr(addr)
+	return h & c.mask, uint32(h>>48) | 1, uint32(h>>32)&0xffff | 1
 }
 
 // admit reports whether addr missed before (it is then worth caching), and otherwise
@@ -104,14 +105,17 @@ func (c *answerCache) admit(addr netip.Addr) bool {
 	if c == nil {
 		return false
 	}
-	h := hashAddr(addr)
-	fp := h | 1 // never 0, the empty slot
-	s := &c.slots[h&c.mask].seen
-	if s.Load() == fp {
-		return true
+	i, _, fp := c.slotOf(addr)
+	m := &c.meta[i]
+	for {
+		old := m.Load()
+		if old&0xffff == fp {
+			return true
+		}
+		if m.CompareAndSwap(old, old&^0xffff|fp) {
+			return false
+		}
 	}
-	s.Store(fp)
-	return false
 }
 
 // get returns the answer for addr from database version, if fresh.
@@ -119,9 +123,13 @@ func (c *answerCache) get(addr netip.Addr, version string, now time.Time) *answe
 	if c == nil {
 		return nil
 	}
-	a := c.slot(addr).Load()
-	// Another address's answer, one from a replaced database, or one from before a
-	// possible change of UTC offset is a miss; the next put replaces it.
+	i, tag, _ := c.slotOf(addr)
+	if c.meta[i].Load()>>16 != tag {
+		return nil // the tag of another address, or none: no need to read the answer
+	}
+	a := c.answers[i].Load()
+	// Another address's answer (tags are 16 bits), one from a replaced database, or one
+	// from before a possible change of UTC offset is a miss; the next put replaces it.
 	if a == nil || a.addr != addr || a.version != version || now.UnixNano() >= a.expires {
 		return nil
 	}
@@ -135,16 +143,26 @@ func (c *answerCache) put(addr netip.Addr, a *answer, now time.Time) {
 	}
 	a.addr = addr
 	a.expires = now.Add(c.ttl).UnixNano()
-	c.slot(addr).Store(a)
+	i, tag, _ := c.slotOf(addr)
+	c.answers[i].Store(a)
+	m := &c.meta[i]
+	for {
+		old := m.Load()
+		if m.CompareAndSwap(old, tag<<16|old&0xffff) {
+			return
+		}
+	}
 }
 
-// purge empties the cache; the database was replaced.
+// purge empties the cache; the database was replaced. The admission fingerprints stay:
+// an address asked before is still worth caching.
 func (c *answerCache) purge() {
 	if c == nil {
 		return
 	}
-	for i := range c.slots {
-		c.slots[i].ans.Store(nil)
+	for i := range c.answers {
+		c.answers[i].Store(nil)
+		c.meta[i].And(0xffff)
 	}
 }
 
@@ -154,8 +172,8 @@ func (c *answerCache) len() int {
 		return 0
 	}
 	n := 0
-	for i := range c.slots {
-		if c.slots[i].ans.Load() != nil {
+	for i := range c.answers {
+		if c.answers[i].Load() != nil {
 			n++
 		}
 	}
