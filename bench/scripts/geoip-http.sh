@@ -2,7 +2,12 @@
 # geoip-http.sh: geoip against its floor (a plain gin handler encoding a record of the same
 # fields, bench/cmd/geoipfloor) with Debian's wrk, in interleaved rounds, random IPv4
 # addresses on the full DB-IP BIN and a fixed address; prints each round, the ratios and the
-# CPU the load generator used against the server's. Stops both servers (by PID) on exit.
+# CPU the load generator used against the server's. Stops the servers (by PID) on exit.
+#
+# Two floors: "floor" answers the record with Content-Type only, as the issue that set the
+# targets defined it; "floorh" (geoipfloor -headers) also sends the four other headers of a
+# geoip answer (request id, nosniff, Cache-Control, ETag: fixed values of their length), so
+# that wrk and the kernel handle the same bytes for both. Ratios are given to each.
 #
 # A warm-up round comes first, the same for both servers and not counted: the figures are
 # of servers in their steady state. A geoip just started first grows its heap to the size it
@@ -15,7 +20,7 @@
 # DB.BIN defaults to $GEOIP_BENCH_DB, else services/geoip/testdata/.cache/dbip-city-full.BIN
 # (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (3), DURATION
 # (10s, in seconds), WARMUP (the warm-up round's wrk duration, 10s; 0s skips it), CONNS (64),
-# THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FIXED_IP (8.8.8.8).
+# THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FLOORH_PORT (18313), FIXED_IP (8.8.8.8).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -29,6 +34,7 @@ conns=${CONNS:-64}
 threads=${THREADS:-2}
 geoip_port=${GEOIP_PORT:-18311}
 floor_port=${FLOOR_PORT:-18312}
+floorh_port=${FLOORH_PORT:-18313}
 fixed=${FIXED_IP:-8.8.8.8}
 warmup=${WARMUP:-10s}
 if [[ ! -f $db ]]; then
@@ -48,6 +54,9 @@ scratch
 "$work/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
 floor_pid=$!
 pids+=("$floor_pid")
+"$work/geoipfloor" -headers -addr "127.0.0.1:$floorh_port" >/dev/null &
+floorh_pid=$!
+pids+=("$floorh_pid")
 # The deployed mode (APP_ENV=production), access logs off (LOG_LEVEL=warn: the floor has no
 # logger either) and loopback exempt
 # from the per-client rate limit, which would otherwise answer 429 after 100 requests.
@@ -58,6 +67,7 @@ pids+=("$geoip_pid")
 
 wait_ready "http://127.0.0.1:$geoip_port/readyz"
 wait_ready "http://127.0.0.1:$floor_port/8.8.8.8/json/"
+wait_ready "http://127.0.0.1:$floorh_port/8.8.8.8/json/"
 curl -fs "http://127.0.0.1:$geoip_port/$fixed/json/" >/dev/null
 
 # cpu PID: user+system clock ticks the process has used so far.
@@ -95,41 +105,53 @@ echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), $(wrk -
 	"after a warm-up round of $warmup"
 echo "# columns: round kind target req/s p99 wrk-cpu-seconds server-cpu-seconds"
 results=$(mktemp)
+targets=(floor floorh geoip)
+# target NAME: sets pid and port of the server NAME.
+target() {
+	case $1 in
+	floor) pid=$floor_pid port=$floor_port ;;
+	floorh) pid=$floorh_pid port=$floorh_port ;;
+	geoip) pid=$geoip_pid port=$geoip_port ;;
+	esac
+}
 if [[ ${warmup%s} != 0 ]]; then
 	for kind in random fixed; do
-		for target in floor geoip; do
-			if [[ $target == floor ]]; then port=$floor_port; else port=$geoip_port; fi
+		for name in "${targets[@]}"; do
+			target "$name"
 			if [[ $kind == random ]]; then url="http://127.0.0.1:$port/" args=(-s "$here/geoip-random.lua"); else url="http://127.0.0.1:$port/$fixed/json/" args=(); fi
 			rps=$(wrk -t"$threads" -c"$conns" -d"$warmup" "${args[@]}" "$url" | awk '/^Requests\/sec/ {print $2}')
-			echo "# warm-up $kind $target $rps req/s (not counted)"
+			echo "# warm-up $kind $name $rps req/s (not counted)"
 		done
 	done
 fi
 for r in $(seq 1 "$rounds"); do
 	for kind in random fixed; do
-		for target in floor geoip; do
-			if [[ $target == floor ]]; then pid=$floor_pid port=$floor_port; else pid=$geoip_pid port=$geoip_port; fi
+		for name in "${targets[@]}"; do
+			target "$name"
 			if [[ $kind == random ]]; then
-				line=$(run "$target" "$pid" "http://127.0.0.1:$port/" -s "$here/geoip-random.lua")
+				line=$(run "$name" "$pid" "http://127.0.0.1:$port/" -s "$here/geoip-random.lua")
 			else
-				line=$(run "$target" "$pid" "http://127.0.0.1:$port/$fixed/json/")
+				line=$(run "$name" "$pid" "http://127.0.0.1:$port/$fixed/json/")
 			fi
 			echo "round $r $kind $line" | tee -a "$results"
 		done
 	done
 done
-# Two ratios per round: requests per second, and requests per CPU-second of the server (the
-# cost of an answer, which other load on a shared machine disturbs far less than throughput).
+# Two ratios per round and floor: requests per second, and requests per CPU-second of the
+# server (the cost of an answer, which other load on a shared machine disturbs far less
+# than throughput).
 secs=${duration%s}
-echo "# ratios geoip/floor per round: throughput, and requests per server CPU-second"
-awk -v d="$secs" '{key=$2" "$3; e=$5*d/$8; if ($4 == "floor") {f[key]=$5; fe[key]=e}
-	else printf "round %s %s: %.3f  %.3f\n", $2, $3, $5 / f[key], e / fe[key]}' "$results"
-awk -v d="$secs" '{key=$3; e=$5*d/$8; if ($4 == "floor") {f[$2" "key]=$5; fe[$2" "key]=e}
-	else {s[key]+=$5/f[$2" "key]; se[key]+=e/fe[$2" "key]; n[key]++}}
-	END {for (k in s) printf "# mean ratio %s: throughput %.3f, per CPU-second %.3f, over %d rounds\n", k, s[k]/n[k], se[k]/n[k], n[k]}' "$results"
-# The median round too: on a shared machine one round can swing the mean by several percent.
-for kind in random fixed; do
-	awk -v k="$kind" '$3 == k {if ($4 == "floor") f[$2]=$5; else r[$2]=$5/f[$2]} END {for (i in r) print r[i]}' "$results" |
-		sort -g | awk -v k="$kind" '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "# median round %s: throughput %.3f\n", k, m}'
+echo "# ratios per round, geoip/floor and geoip/floorh: throughput, and requests per server CPU-second"
+awk -v d="$secs" '{key=$2" "$3; e=$5*d/$8; if ($4 != "geoip") {f[key" "$4]=$5; fe[key" "$4]=e}
+	else printf "round %s %s: floor %.3f  %.3f   floorh %.3f  %.3f\n", $2, $3, $5/f[key" floor"], e/fe[key" floor"], $5/f[key" floorh"], e/fe[key" floorh"]}' "$results"
+for floor in floor floorh; do
+	awk -v d="$secs" -v fl="$floor" '{key=$2" "$3; e=$5*d/$8; if ($4 == fl) {f[key]=$5; fe[key]=e}
+		else if ($4 == "geoip") {s[$3]+=$5/f[key]; se[$3]+=e/fe[key]; n[$3]++}}
+		END {for (k in s) printf "# mean ratio %s geoip/%s: throughput %.3f, per CPU-second %.3f, over %d rounds\n", k, fl, s[k]/n[k], se[k]/n[k], n[k]}' "$results"
+	# The median round too: on a shared machine one round can swing the mean by several percent.
+	for kind in random fixed; do
+		awk -v k="$kind" -v fl="$floor" '$3 == k {if ($4 == fl) f[$2]=$5; else if ($4 == "geoip") r[$2]=$5/f[$2]} END {for (i in r) print r[i]}' "$results" |
+			sort -g | awk -v k="$kind" -v fl="$floor" '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "# median round %s geoip/%s: throughput %.3f\n", k, fl, m}'
+	done
 done
 rm -f "$results"

@@ -24,12 +24,13 @@ func main() {
 
 func run() error {
 	addr := flag.String("addr", "127.0.0.1:8090", "loopback address to listen on")
+	headers := flag.Bool("headers", false, "send the other headers of a geoip answer too (request id, nosniff, Cache-Control, ETag), fixed values of their length")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve.Run(ctx, serve.Options{
 		Addr:    *addr,
-		Handler: geoipfloor.New(),
+		Handler: geoipfloor.New(geoipfloor.Options{AnswerHeaders: *headers}),
 		Started: func(a net.Addr) {
 			fmt.Printf("geoipfloor listening on http://%s/{ip}/json/ (pid %d)\n", a, os.Getpid())
 		},

@@ -13,9 +13,9 @@ import (
 )
 
 func TestTwoTargetsInterleavedWithRatios(t *testing.T) {
-	a := httptest.NewServer(geoipfloor.New())
+	a := httptest.NewServer(geoipfloor.New(geoipfloor.Options{}))
 	defer a.Close()
-	b := httptest.NewServer(geoipfloor.New())
+	b := httptest.NewServer(geoipfloor.New(geoipfloor.Options{}))
 	defer b.Close()
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	var out bytes.Buffer

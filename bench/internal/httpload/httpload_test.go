@@ -19,7 +19,7 @@ func TestRunAgainstGeoipFloorForABoundedCount(t *testing.T) {
 	var conns atomic.Int64
 	var mu sync.Mutex
 	v6 := 0
-	floor := geoipfloor.New()
+	floor := geoipfloor.New(geoipfloor.Options{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := strings.Split(strings.Trim(r.URL.Path, "/"), "/")[0]
 		a, err := netip.ParseAddr(ip)
