@@ -46,6 +46,7 @@ command -v wrk >/dev/null || {
 	exit 1
 }
 
+ports_free "$geoip_port" "$floor_port" "$floorh_port"
 scratch
 
 (cd "$root/bench" && go build -o "$work/" ./cmd/geoipfloor)

@@ -57,9 +57,9 @@ type Options struct {
 	// AnswerHeaders sends the headers a geoip answer carries besides Content-Type
 	// (answerHeaders), fixed values of their length, so the floor's answer has geoip's
 	// bytes: the client and the kernel then do the same work for both. Without them
-	// the floor's answer is about 140 bytes shorter and has four headers fewer, which on
-	// its own makes the floor about 5 % faster under wrk (docs/benchmarks.md, issue 16
-	// round 7).
+	// the floor's answer is about 140 bytes shorter and has four headers fewer (under
+	// wrk, between no difference and 5 % more requests/s: within the shared machine's
+	// noise; docs/benchmarks.md, issue 16 round 7).
 	AnswerHeaders bool
 }
 

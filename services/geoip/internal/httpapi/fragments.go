@@ -159,7 +159,7 @@ func (c *fragmentCache) get(key *lookup.LocationKey, version string, now int64, 
 func (c *fragmentCache) put(f *fragment, version string) {
 	set := c.table(version).set(&f.key)
 	slot := set[:fragmentWords]
-	const expires = 1 + 5 // the slot word of fragment.expires
+	const expires = 1 + unsafe.Offsetof(fragment{}.expires)/8 // its word in a slot
 	if other := set[fragmentWords:]; slot[0].Load() != 0 && (other[0].Load() == 0 || int64(other[expires].Load()) < int64(slot[expires].Load())) {
 		slot = other
 	}
