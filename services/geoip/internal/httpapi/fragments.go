@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -71,6 +72,10 @@ type fragmentCache struct {
 	tab  atomic.Pointer[fragmentTable]
 	size int
 	ttl  int64
+	// mu makes tables one at a time: each is 42 MB, and every request that finds a new
+	// version at once would otherwise make its own.
+	mu     sync.Mutex
+	tables int // made so far, under mu (tests)
 }
 
 // fragmentTable is slots of fragmentWords words, each a sequence word and a fragment's
@@ -95,19 +100,24 @@ func newFragmentCache(size int, ttl time.Duration) *fragmentCache {
 	return &fragmentCache{size: max(slotCount(size), 2), ttl: int64(ttl)}
 }
 
-// table returns the table of version, replacing one of another version. Requests that
-// straddle a reload may swap the tables back and forth once or twice, each time losing
-// what the other version kept: a few misses, never a fragment of the wrong file.
+// table returns the table of version, replacing one of another version. A request that
+// straddles a reload and keeps a fragment of the old version after one of the new was kept
+// swaps the tables back, losing what the other version kept: a few misses, never a
+// fragment of the wrong file (resolveByLocation keeps only the serving version's, which
+// makes that rare).
 func (c *fragmentCache) table(version string) *fragmentTable {
-	t := c.tab.Load()
-	if t != nil && t.version == version {
+	if t := c.tab.Load(); t != nil && t.version == version {
 		return t
 	}
-	n := &fragmentTable{version: version, words: make([]atomic.Uint64, c.size*fragmentWords), mask: uint64(c.size-1) &^ 1}
-	if c.tab.CompareAndSwap(t, n) {
-		return n
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.tab.Load(); t != nil && t.version == version {
+		return t // another request made it while this one waited
 	}
-	return c.table(version) // another request replaced it first
+	t := &fragmentTable{version: version, words: make([]atomic.Uint64, c.size*fragmentWords), mask: uint64(c.size-1) &^ 1}
+	c.tab.Store(t)
+	c.tables++
+	return t
 }
 
 // set returns the words of the two slots key may be kept in.
@@ -205,7 +215,7 @@ func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, 
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	ans.set(&loc, version, buf)
-	if keyed && kver == version {
+	if keyed && kver == version && kver == a.db.Version() { // not a file replaced since
 		if f.fill(ans.json, addr, rec.Network, loc.facts) {
 			f.key = key
 			f.expires = now.UnixNano() + a.frags.ttl

@@ -384,3 +384,29 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 	}
 	t.Logf("%d whole fragments read while two writers replaced them", hits)
 }
+
+// Requests that all find a new database version at once make one table between them: a
+// table is 42 MB at the default size.
+func TestFragmentTablesAreMadeOnce(t *testing.T) {
+	c := newFragmentCache(1<<12, time.Minute)
+	now := time.Now().UnixNano()
+	for _, version := range []string{"v1", "v2"} {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 32 {
+			wg.Go(func() {
+				<-start
+				c.put(&fragment{key: lookup.LocationKey{byte(i)}, expires: now + int64(time.Minute)}, version)
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+	if c.tables != 2 {
+		t.Errorf("64 fragments of two versions made %d tables, want 2", c.tables)
+	}
+	var f fragment
+	if !c.get(&lookup.LocationKey{31}, "v2", now, &f) {
+		t.Error("a fragment of the last version is not found")
+	}
+}
