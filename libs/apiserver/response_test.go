@@ -12,6 +12,20 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 )
 
+// quietServer is a server with the default configuration, an empty environment and no
+// logs, for the endpoints a test registers.
+func quietServer(t *testing.T) *apiserver.Server[struct{}] {
+	t.Helper()
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 type sizeIn struct {
 	N int `query:"n" minimum:"0" maximum:"100000"`
 }
@@ -24,13 +38,7 @@ type sizeOut struct {
 // for bodies that fit its 2 KiB buffer and would chunk larger ones; the
 // library sets it for those, so every JSON answer has a length.
 func TestResponsesCarryContentLength(t *testing.T) {
-	s, err := apiserver.New(apiserver.Config[struct{}]{
-		Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := quietServer(t)
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/text"},
 		func(_ *apiserver.Context[struct{}], in *sizeIn) (sizeOut, error) {
 			return sizeOut{Text: strings.Repeat("x", in.N)}, nil
@@ -160,13 +168,7 @@ type manyHeaders struct {
 }
 
 func TestResponseCarriesMoreHeadersThanItsRoom(t *testing.T) {
-	s, err := apiserver.New(apiserver.Config[struct{}]{
-		Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := quietServer(t)
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/many"},
 		func(c *apiserver.Context[struct{}], _ *struct{}) (apiserver.Response[manyHeaders, sizeOut], error) {
 			return apiserver.Response[manyHeaders, sizeOut]{Header: manyHeaders{"a", "b", "", "d", "e", 6}, Body: sizeOut{Text: "x"}}, nil
