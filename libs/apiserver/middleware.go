@@ -116,7 +116,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 			}
 		}
 		s.metrics.inFlight.Dec()
-		route := c.FullPath()
+		route := s.routeLabel(c)
 		if route == "" {
 			route = unmatchedRoute
 		}

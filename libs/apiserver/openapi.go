@@ -46,6 +46,17 @@ func (d *openAPI) add(o opDoc) {
 	d.encoded = map[string][]byte{}
 }
 
+// endpoints lists the documented operations as "GET /items/{id}", in the order added.
+func (d *openAPI) endpoints() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, len(d.ops))
+	for i, o := range d.ops {
+		out[i] = o.method + " " + o.path
+	}
+	return out
+}
+
 func (d *openAPI) hasAuthenticated() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -181,6 +192,15 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	var params []any
 	for _, p := range ep.in.params {
 		s := p.node.Schema
+		if vals, ok := op.PathValues[p.name]; ok && p.in == "path" {
+			// The only values routed (the others answer 404): the parameter's enum.
+			listed := *s
+			listed.Enum = nil
+			for _, v := range vals {
+				listed.Enum = append(listed.Enum, v)
+			}
+			s = &listed
+		}
 		pd := map[string]any{"name": p.name, "in": p.in, "schema": s}
 		if p.required {
 			pd["required"] = true

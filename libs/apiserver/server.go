@@ -42,6 +42,10 @@ type Server[A any] struct {
 	engine     *gin.Engine
 	ownsEngine bool
 	routes     gin.IRoutes // where endpoints go: the engine, or a group with our middleware
+	// routeLabels maps the gin routes of endpoints registered once per value of a
+	// parameter (Operation.PathValues) to their template, the route label of metrics
+	// and logs. Written only while registering, before serving.
+	routeLabels map[string]string
 
 	registry *prometheus.Registry
 	metrics  *httpMetrics
@@ -84,7 +88,7 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration: %w", err)
 	}
-	s := &Server[A]{cfg: cfg, set: set, schemas: schema.NewRegistry(), done: make(chan struct{})}
+	s := &Server[A]{cfg: cfg, set: set, schemas: schema.NewRegistry(), done: make(chan struct{}), routeLabels: map[string]string{}}
 	s.log = cfg.Logger
 	if s.log == nil {
 		s.log = NewLogger(set.common, os.Stderr)
@@ -158,6 +162,11 @@ func (s *Server[A]) Handler() http.Handler {
 		s.engine.ServeHTTP(w, r)
 	})
 }
+
+// Endpoints lists the operations openapi.json describes (those registered with Register
+// and not Hidden) as "GET /items/{id}", in the order registered: an endpoint registered
+// once per value of a parameter (Operation.PathValues) is one entry, with its template.
+func (s *Server[A]) Endpoints() []string { return s.docs.endpoints() }
 
 // Logger is the server's structured logger.
 func (s *Server[A]) Logger() *slog.Logger { return s.log }

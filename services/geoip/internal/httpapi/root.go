@@ -27,13 +27,6 @@ type rootIndex struct {
 	Note        string   `json:"note"`
 }
 
-// builtinPaths are the library's own routes: linked by name, not listed as endpoints
-// (/metrics is for the scraper on the internal network, so not linked at all).
-var builtinPaths = map[string]bool{
-	"/": true, "/healthz": true, "/readyz": true, "/metrics": true,
-	"/openapi.json": true, "/docs": true, "/docs/*any": true,
-}
-
 var rootPage = template.Must(template.New("root").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Service}}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.5}code{background:#f3f3f3;padding:0 .2em}</style>
@@ -48,8 +41,8 @@ var rootPage = template.Must(template.New("root").Parse(`<!doctype html>
 </body></html>
 `))
 
-// registerRoot serves the index. The endpoint list is read from the engine's routes when
-// asked, so it always matches what is registered.
+// registerRoot serves the index. The endpoint list is the library's list of documented
+// operations, read when asked, so it always matches openapi.json.
 func (a *API) registerRoot() {
 	engine := a.srv.Instance()
 	serve := func(c *gin.Context) {
@@ -60,7 +53,7 @@ func (a *API) registerRoot() {
 			OpenAPI:     "./openapi.json",
 			Health:      "./healthz",
 			Ready:       "./readyz",
-			Endpoints:   endpointList(engine.Routes()),
+			Endpoints:   endpointList(a.srv.Endpoints()),
 			Note:        "Links are relative to this page. IP Geolocation by DB-IP (https://db-ip.com, CC BY 4.0) when serving DB-IP data.",
 		}
 		c.Header("Cache-Control", "no-cache")
@@ -79,27 +72,14 @@ func (a *API) registerRoot() {
 	engine.HEAD("/", serve)
 }
 
-// endpointList turns gin's routes into "GET /{ip}/json/" lines, sorted by path.
-func endpointList(routes gin.RoutesInfo) []string {
-	var out []string
-	for _, r := range routes {
-		if builtinPaths[r.Path] || r.Method == http.MethodHead || r.Method == http.MethodOptions {
-			continue
-		}
-		segs := strings.Split(r.Path, "/")
-		for i, s := range segs {
-			if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") {
-				segs[i] = "{" + s[1:] + "}"
-			}
-		}
-		out = append(out, r.Method+" "+strings.Join(segs, "/"))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		pi, pj := out[i][strings.IndexByte(out[i], ' ')+1:], out[j][strings.IndexByte(out[j], ' ')+1:]
-		if pi != pj {
+// endpointList sorts "GET /{ip}/json/" lines by path, then method.
+func endpointList(endpoints []string) []string {
+	path := func(e string) string { return e[strings.IndexByte(e, ' ')+1:] }
+	sort.Slice(endpoints, func(i, j int) bool {
+		if pi, pj := path(endpoints[i]), path(endpoints[j]); pi != pj {
 			return pi < pj
 		}
-		return out[i] < out[j]
+		return endpoints[i] < endpoints[j]
 	})
-	return out
+	return endpoints
 }

@@ -99,7 +99,7 @@ type (
 	}
 	ipFieldInput struct {
 		IP    string `path:"ip" doc:"IPv4 or IPv6 address; zone identifiers are refused" example:"8.8.8.8"`
-		Field string `path:"field" doc:"Any key of the JSON answer (ip, network, version, city, region, region_code, country, country_name, country_code, country_code_iso3, country_capital, country_tld, continent_code, in_eu, postal, latitude, longitude, timezone, utc_offset, country_calling_code, currency, currency_name, languages, country_area, country_population, asn, org) or latlong" example:"city"`
+		Field string `path:"field" doc:"Any key of the JSON answer, or latlong" example:"city"`
 	}
 	callerInput      struct{}
 	callerJSONPInput struct {
@@ -164,12 +164,12 @@ func (a *API) register() {
 		Method: http.MethodGet, URL: "/:ip/:field/", Tags: []string{tagLookup},
 		Summary:     "One field of an address's location, as plain text",
 		Description: "Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.",
-		Produces:    []string{"text/plain"}, NotJSON: true, Responses: map[int]string{http.StatusNotFound: "No such field"}, ErrorBodies: addressErrors,
+		Produces:    []string{"text/plain"}, NotJSON: true, Responses: map[int]string{http.StatusNotFound: "No such field (the route is unknown)"}, ErrorBodies: addressErrors,
+		// One route per field: beside the format routes (/:ip/json/...), a :field
+		// wildcard would cost every lookup gin's way back (two allocations).
+		PathValues: map[string][]string{"field": textFieldNames},
 	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (textAnswer, error) {
-		get, ok := textFields[in.Field]
-		if !ok {
-			return textAnswer{}, unknownField(in.Field)
-		}
+		get := textFields[in.Field] // one of PathValues: the others are not routed
 		addr, err := parseAddr(in.IP)
 		if err != nil {
 			return textAnswer{}, err
@@ -226,13 +226,6 @@ func lookupParse(text string) (netip.Addr, error) {
 	addr, err := parseAddr(strings.TrimSpace(text))
 	return addr, err
 }
-
-func unknownField(name string) error {
-	return apiserver.NotFoundError("Unknown field " + quoteClip(name) + ": use one of " + strings.Join(textFieldNames, ", ") +
-		", or a format: json, xml, csv, yaml, jsonp")
-}
-
-func quoteClip(s string) string { return `"` + strings.ReplaceAll(clip(s), `"`, `\"`) + `"` }
 
 // serveExplicit answers /{ip}/{format}/.
 func (a *API) serveExplicit(text string, f format, callback string) (recordAnswer, error) {

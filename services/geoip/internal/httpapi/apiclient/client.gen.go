@@ -19,6 +19,102 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for GetIpFieldParamsField.
+const (
+	Asn                GetIpFieldParamsField = "asn"
+	City               GetIpFieldParamsField = "city"
+	ContinentCode      GetIpFieldParamsField = "continent_code"
+	Country            GetIpFieldParamsField = "country"
+	CountryArea        GetIpFieldParamsField = "country_area"
+	CountryCallingCode GetIpFieldParamsField = "country_calling_code"
+	CountryCapital     GetIpFieldParamsField = "country_capital"
+	CountryCode        GetIpFieldParamsField = "country_code"
+	CountryCodeIso3    GetIpFieldParamsField = "country_code_iso3"
+	CountryName        GetIpFieldParamsField = "country_name"
+	CountryPopulation  GetIpFieldParamsField = "country_population"
+	CountryTld         GetIpFieldParamsField = "country_tld"
+	Currency           GetIpFieldParamsField = "currency"
+	CurrencyName       GetIpFieldParamsField = "currency_name"
+	InEu               GetIpFieldParamsField = "in_eu"
+	Ip                 GetIpFieldParamsField = "ip"
+	Languages          GetIpFieldParamsField = "languages"
+	Latitude           GetIpFieldParamsField = "latitude"
+	Latlong            GetIpFieldParamsField = "latlong"
+	Longitude          GetIpFieldParamsField = "longitude"
+	Network            GetIpFieldParamsField = "network"
+	Org                GetIpFieldParamsField = "org"
+	Postal             GetIpFieldParamsField = "postal"
+	Region             GetIpFieldParamsField = "region"
+	RegionCode         GetIpFieldParamsField = "region_code"
+	Timezone           GetIpFieldParamsField = "timezone"
+	UtcOffset          GetIpFieldParamsField = "utc_offset"
+	Version            GetIpFieldParamsField = "version"
+)
+
+// Valid indicates whether the value is a known member of the GetIpFieldParamsField enum.
+func (e GetIpFieldParamsField) Valid() bool {
+	switch e {
+	case Asn:
+		return true
+	case City:
+		return true
+	case ContinentCode:
+		return true
+	case Country:
+		return true
+	case CountryArea:
+		return true
+	case CountryCallingCode:
+		return true
+	case CountryCapital:
+		return true
+	case CountryCode:
+		return true
+	case CountryCodeIso3:
+		return true
+	case CountryName:
+		return true
+	case CountryPopulation:
+		return true
+	case CountryTld:
+		return true
+	case Currency:
+		return true
+	case CurrencyName:
+		return true
+	case InEu:
+		return true
+	case Ip:
+		return true
+	case Languages:
+		return true
+	case Latitude:
+		return true
+	case Latlong:
+		return true
+	case Longitude:
+		return true
+	case Network:
+		return true
+	case Org:
+		return true
+	case Postal:
+		return true
+	case Region:
+		return true
+	case RegionCode:
+		return true
+	case Timezone:
+		return true
+	case UtcOffset:
+		return true
+	case Version:
+		return true
+	default:
+		return false
+	}
+}
+
 // AddressError defines model for AddressError.
 type AddressError struct {
 	// Error Always true
@@ -487,6 +583,9 @@ type GetIpFieldParams struct {
 	// IfNoneMatch ETags of earlier answers: 304 without a body when one names the current ETag
 	IfNoneMatch *string `json:"If-None-Match,omitempty" yaml:"If-None-Match,omitempty"`
 }
+
+// GetIpFieldParamsField defines parameters for GetIpField.
+type GetIpFieldParamsField string
 
 // GetIpField400JSONResponseBody defines parameters for GetIpField.
 type GetIpField400JSONResponseBody struct {
@@ -1175,7 +1274,7 @@ type ClientInterface interface {
 	// Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.
 	//
 	// Corresponds with GET /{ip}/{field}/ (the `GetIpField` operationId).
-	GetIpField(ctx context.Context, ip string, field string, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetIpField(ctx context.Context, ip string, field GetIpFieldParamsField, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetAsn The caller's asn, as plain text
@@ -1811,7 +1910,7 @@ func (c *Client) GetIpYaml(ctx context.Context, ip string, params *GetIpYamlPara
 // Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.
 //
 // Corresponds with GET /{ip}/{field}/ (the `GetIpField` operationId).
-func (c *Client) GetIpField(ctx context.Context, ip string, field string, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetIpField(ctx context.Context, ip string, field GetIpFieldParamsField, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetIpFieldRequest(c.Server, ip, field, params)
 	if err != nil {
 		return nil, err
@@ -3549,7 +3648,7 @@ func NewGetIpYamlRequest(server string, ip string, params *GetIpYamlParams) (*ht
 }
 
 // NewGetIpFieldRequest constructs an http.Request for the GetIpField method
-func NewGetIpFieldRequest(server string, ip string, field string, params *GetIpFieldParams) (*http.Request, error) {
+func NewGetIpFieldRequest(server string, ip string, field GetIpFieldParamsField, params *GetIpFieldParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3959,7 +4058,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /{ip}/{field}/ (the `GetIpField` operationId).
-	GetIpFieldWithResponse(ctx context.Context, ip string, field string, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*GetIpFieldResponse, error)
+	GetIpFieldWithResponse(ctx context.Context, ip string, field GetIpFieldParamsField, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*GetIpFieldResponse, error)
 }
 
 // GetAsnResponse200Headers the declared response headers of an HTTP 200 response for GetAsn
@@ -9176,7 +9275,7 @@ func (c *ClientWithResponses) GetIpYamlWithResponse(ctx context.Context, ip stri
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /{ip}/{field}/ (the `GetIpField` operationId).
-func (c *ClientWithResponses) GetIpFieldWithResponse(ctx context.Context, ip string, field string, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*GetIpFieldResponse, error) {
+func (c *ClientWithResponses) GetIpFieldWithResponse(ctx context.Context, ip string, field GetIpFieldParamsField, params *GetIpFieldParams, reqEditors ...RequestEditorFn) (*GetIpFieldResponse, error) {
 	rsp, err := c.GetIpField(ctx, ip, field, params, reqEditors...)
 	if err != nil {
 		return nil, err
