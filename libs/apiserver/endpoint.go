@@ -192,6 +192,7 @@ type binder struct {
 	bodyIndex []int
 	bodyReq   bool
 	bodyType  reflect.Type
+	queries   bool // some parameter is in the query
 }
 
 var (
@@ -306,6 +307,7 @@ func newBinder(reg *schema.Registry, t reflect.Type, method, route string) (*bin
 			p.required = true
 		case hasTag(f.Tag, "query"):
 			p.in, p.name, p.prefix = "query", f.Tag.Get("query"), "query."
+			b.queries = true
 		case hasTag(f.Tag, "header"):
 			p.in, p.name, p.prefix = "header", http.CanonicalHeaderKey(f.Tag.Get("header")), "headers."
 		default:
@@ -479,10 +481,19 @@ func respondJSON(c *gin.Context, status int, body []byte) {
 // bind fills the input struct from the request, collecting every problem. literal holds
 // the path parameters the route has as literal segments (Operation.PathValues).
 func (b *binder) bind(c *gin.Context, literal gin.Params, v reflect.Value, limit int64) error {
+	if !b.queries {
+		// queryValues is some 400 bytes: not even zeroed where no query is read.
+		return b.bindWith(c, literal, nil, v, limit)
+	}
+	var query queryValues
+	query.scan(b, c.Request.URL.RawQuery)
+	return b.bindWith(c, literal, &query, v, limit)
+}
+
+// bindWith is bind with the query's values read (nil when the input declares none).
+func (b *binder) bindWith(c *gin.Context, literal gin.Params, query *queryValues, v reflect.Value, limit int64) error {
 	var errs schema.Errors
 	omitted := 0 // findings past schema.MaxFindings, counted only
-	var query queryValues
-	scanned := false
 	for i := range b.params {
 		p := &b.params[i]
 		var raw textValues
@@ -496,10 +507,6 @@ func (b *binder) bind(c *gin.Context, literal gin.Params, v reflect.Value, limit
 				raw = textValues{n: 1, one: val}
 			}
 		case "query":
-			if !scanned {
-				query.scan(b, c.Request.URL.RawQuery)
-				scanned = true
-			}
 			raw = *query.slot(i)
 		case "header":
 			raw = textOf(c.Request.Header.Values(p.name))
