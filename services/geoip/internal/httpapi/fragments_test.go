@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,5 +409,47 @@ func TestFragmentTablesAreMadeOnce(t *testing.T) {
 	var f fragment
 	if !c.get(&lookup.LocationKey{31}, "v2", now, &f) {
 		t.Error("a fragment of the last version is not found")
+	}
+}
+
+// TestFragmentTablesAreReleased: a table's words live outside the Go heap, and are
+// unmapped once the table is replaced and unreachable, not before: a reader holding the
+// old table still reads it (run under -race, with the collector forced meanwhile).
+func TestFragmentTablesAreReleased(t *testing.T) {
+	var made, released atomic.Int32
+	alloc := allocTable
+	allocTable = func(size int) ([]byte, func() error, error) {
+		data, release, err := alloc(size)
+		made.Add(1)
+		return data, func() error { released.Add(1); return release() }, err
+	}
+	defer func() { allocTable = alloc }()
+
+	c := newFragmentCache(1<<12, time.Minute)
+	now := time.Now().UnixNano()
+	key := lookup.LocationKey{7}
+	c.put(&fragment{key: key, n: 8, expires: now + int64(time.Minute)}, "v1")
+	old := c.tab.Load()
+	for _, version := range []string{"v2", "v3"} {
+		c.put(&fragment{key: key, n: 8, expires: now + int64(time.Minute)}, version)
+	}
+	runtime.GC()
+	runtime.GC()
+	var f fragment
+	if !f.read(old.set(&key)[:fragmentWords], &key, now) { // old is still reachable here
+		t.Error("the replaced table kept alive by a reader lost its fragment")
+	}
+	runtime.KeepAlive(old)
+	old = nil
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load() < 2 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if made.Load() != 3 || released.Load() != 2 {
+		t.Errorf("%d tables made, %d released; want 3 and 2 (the serving one kept)", made.Load(), released.Load())
+	}
+	if !c.get(&key, "v3", now, &f) {
+		t.Error("the serving table lost its fragment")
 	}
 }
