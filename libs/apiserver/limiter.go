@@ -138,7 +138,7 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 		h["Ratelimit-Reset"] = headerInt(ceilSeconds(res.ResetAfter))
 		if !res.Allowed {
 			retry := ceilSeconds(res.RetryAfter)
-			s.metrics.limited.WithLabelValues(s.routeLabel(c)).Inc()
+			s.metrics.limited.WithLabelValues(s.routeLabel(c.FullPath())).Inc()
 			s.abortWithError(c, &Error{
 				Status:  http.StatusTooManyRequests,
 				Message: fmt.Sprintf("Rate limit exceeded, retry in %s", humanSeconds(retry)),

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +34,44 @@ type httpMetrics struct {
 	// children caches the series of each (method, route, code): label
 	// lookups would otherwise hash three strings per request.
 	children sync.Map // seriesKey -> *series
+	// recent caches, in front of children, the series and route label of recent
+	// requests by gin's route string, compared by address, method and status: gin
+	// hands every request of a route its tree node's own string, so a hit hashes no
+	// string (children's lookup hashed method and route, and the label's map the
+	// route again, on every request).
+	recent [recentSeries]atomic.Pointer[seriesSlot]
+}
+
+const recentSeries = 64
+
+// seriesSlot is an entry of httpMetrics.recent.
+type seriesSlot struct {
+	route  string // gin's route ("" when none matched)
+	method string // as the client sent it
+	code   int
+	label  string // the route label: the template, or unmatchedRoute
+	s      *series
+}
+
+// seriesOf returns the series and route label of a request that gin matched to route
+// (c.FullPath()); label maps a gin route to its label, "" when none matched.
+func (m *httpMetrics) seriesOf(route, method string, code int, label func(string) string) *seriesSlot {
+	h := uintptr(unsafe.Pointer(unsafe.StringData(route)))>>4 ^ uintptr(code)*0x9e3779b1 ^ uintptr(len(method))
+	if len(method) > 0 {
+		h ^= uintptr(method[0]) << 7
+	}
+	slot := &m.recent[h%recentSeries]
+	if e := slot.Load(); e != nil && unsafe.StringData(e.route) == unsafe.StringData(route) && len(e.route) == len(route) &&
+		e.code == code && e.method == method {
+		return e
+	}
+	l := label(route)
+	if l == "" {
+		l = unmatchedRoute
+	}
+	e := &seriesSlot{route: route, method: method, code: code, label: l, s: m.series(metricMethod(method), l, code)}
+	slot.Store(e)
+	return e
 }
 
 type seriesKey struct {
@@ -44,9 +84,8 @@ type series struct {
 	duration prometheus.Observer
 }
 
-// observe records one finished request.
-func (m *httpMetrics) observe(method, route string, code int, seconds float64) {
-	method = metricMethod(method)
+// series returns the series of (method, route, code), label values already bounded.
+func (m *httpMetrics) series(method, route string, code int) *series {
 	k := seriesKey{method, route, code}
 	v, ok := m.children.Load(k)
 	if !ok {
@@ -55,7 +94,11 @@ func (m *httpMetrics) observe(method, route string, code int, seconds float64) {
 			duration: m.duration.WithLabelValues(method, route),
 		})
 	}
-	s := v.(*series)
+	return v.(*series)
+}
+
+// observe records one finished request.
+func (s *series) observe(seconds float64) {
 	s.requests.Inc()
 	s.duration.Observe(seconds)
 }

@@ -116,13 +116,11 @@ func (s *Server[A]) observe(c *gin.Context) {
 			}
 		}
 		s.metrics.inFlight.Dec()
-		route := s.routeLabel(c)
-		if route == "" {
-			route = unmatchedRoute
-		}
 		status := c.Writer.Status()
 		elapsed := time.Since(start)
-		s.metrics.observe(c.Request.Method, route, status, elapsed.Seconds())
+		series := s.metrics.seriesOf(c.FullPath(), c.Request.Method, status, s.routeLabel)
+		series.s.observe(elapsed.Seconds())
+		route := series.label
 		level := slog.LevelInfo
 		switch {
 		case status >= 500:

@@ -82,10 +82,9 @@ func (ep *endpoint[A, In, Out]) checkPathValues() error {
 	return nil
 }
 
-// routeLabel is the route requests are counted and logged under: the template of an
-// endpoint registered once per PathValues value, else gin's matched route.
-func (s *Server[A]) routeLabel(c *gin.Context) string {
-	route := c.FullPath()
+// routeLabel is the label requests to gin's route (c.FullPath()) are counted and logged
+// under: the template of an endpoint registered once per PathValues value, else route.
+func (s *Server[A]) routeLabel(route string) string {
 	if len(s.routeLabels) != 0 {
 		if t, ok := s.routeLabels[route]; ok {
 			return t
