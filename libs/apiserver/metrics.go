@@ -28,7 +28,10 @@ const unmatchedRoute = "unmatched"
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	inFlight prometheus.Gauge
+	// inFlight counts the requests being served: an integer added to, where a
+	// prometheus.Gauge is a float changed by a compare-and-swap loop that both cores,
+	// serving at once, kept retrying (two per request); a GaugeFunc reads it.
+	inFlight atomic.Int64
 	limited  *prometheus.CounterVec
 
 	// children caches the series of each (method, route, code): label
@@ -124,15 +127,15 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "Time from request to response, by method and route template.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		}, []string{"method", "route"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "http_requests_in_flight",
-			Help: "Requests being served now.",
-		}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_rejections_total",
 			Help: "Requests answered 429 by the rate limiter, by route template.",
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.limited)
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "http_requests_in_flight",
+		Help: "Requests being served now.",
+	}, func() float64 { return float64(m.inFlight.Load()) })
+	reg.MustRegister(m.requests, m.duration, inFlight, m.limited)
 	return m
 }

@@ -101,7 +101,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 	if c.Request.ContentLength != 0 && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) {
 		closeUnreadBody(c) // no GET route reads a body
 	}
-	s.metrics.inFlight.Inc()
+	s.metrics.inFlight.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -115,7 +115,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 				c.Abort()
 			}
 		}
-		s.metrics.inFlight.Dec()
+		s.metrics.inFlight.Add(-1)
 		status := c.Writer.Status()
 		elapsed := time.Since(start)
 		series := s.metrics.seriesOf(c.FullPath(), c.Request.Method, status, s.routeLabel)
