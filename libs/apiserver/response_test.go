@@ -186,3 +186,21 @@ func TestResponseCarriesMoreHeadersThanItsRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestRawJSONOnlyWhereDocumented: a raw JSON answer (the default media type) is sent by an
+// operation that documents JSON, and refused (500) by one that documents only text.
+func TestRawJSONOnlyWhereDocumented(t *testing.T) {
+	s := quietServer(t)
+	handler := func(_ *apiserver.Context[struct{}], _ *struct{}) (apiserver.Response[struct{}, sizeOut], error) {
+		return apiserver.Response[struct{}, sizeOut]{Raw: []byte(`{"text":""}`)}, nil
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/json"}, handler)
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/text", Produces: []string{"text/plain"}, NotJSON: true}, handler)
+	for path, want := range map[string]int{"/json": 200, "/text": 500} {
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != want {
+			t.Errorf("%s: status %d, want %d (%s)", path, rec.Code, want, rec.Body)
+		}
+	}
+}
