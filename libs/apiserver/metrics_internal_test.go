@@ -41,6 +41,11 @@ func TestSeriesOfRecentRequests(t *testing.T) {
 	observe(json, "GET", 200)
 	observe("", "GET", 404)
 	observe("", "BREW", 404)
+	before := labels
+	observe(strings.Repeat("x", 0), "GET", 404) // unmatched again: an empty route is one, wherever held
+	if labels != before {
+		t.Error("an unmatched request missed the cache")
+	}
 	// Far more combinations than the cache has slots, twice over, each counted once a round.
 	for round := range 2 {
 		for code := range 2 * recentSeries {
@@ -60,7 +65,7 @@ func TestSeriesOfRecentRequests(t *testing.T) {
 		{"HEAD", "/:ip/:field/", "200", 1},
 		{"GET", "/:ip/:field/", "404", 1},
 		{"GET", json, "200", 1},
-		{"GET", unmatchedRoute, "404", 1},
+		{"GET", unmatchedRoute, "404", 2},
 		{"OTHER", unmatchedRoute, "404", 1},
 	} {
 		if got := testutil.ToFloat64(m.requests.WithLabelValues(tc.method, tc.route, tc.code)); got != tc.want {
