@@ -9,6 +9,10 @@
 # geoip answer (request id, nosniff, Cache-Control, ETag: fixed values of their length), so
 # that wrk and the kernel handle the same bytes for both. Ratios are given to each.
 #
+# Rounds rotate the servers' order (the first round runs floor, floorh, geoip; the second
+# floorh, geoip, floor; and so on), so ROUNDS a multiple of 3 puts each in each position
+# as often.
+#
 # A warm-up round comes first, the same for both servers and not counted: the figures are
 # of servers in their steady state. A geoip just started first grows its heap to the size it
 # keeps (each new page costs a page fault: about 36,000 in its first 6 s of random
@@ -18,9 +22,10 @@
 #   bench/scripts/geoip-http.sh [DB.BIN]
 #
 # DB.BIN defaults to $GEOIP_BENCH_DB, else services/geoip/testdata/.cache/dbip-city-full.BIN
-# (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (3), DURATION
-# (10s, in seconds), WARMUP (the warm-up round's wrk duration, 10s; 0s skips it), CONNS (64),
-# THREADS (2), GEOIP_PORT (18311), FLOOR_PORT (18312), FLOORH_PORT (18313), FIXED_IP (8.8.8.8).
+# (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (6: each
+# server twice in each position), DURATION (10s, in seconds), WARMUP (the warm-up round's
+# wrk duration, 10s; 0s skips it), CONNS (64), THREADS (2), GEOIP_PORT (18311), FLOOR_PORT
+# (18312), FLOORH_PORT (18313), FIXED_IP (8.8.8.8).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -28,7 +33,7 @@ source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 db=${1:-${GEOIP_BENCH_DB:-$root/services/geoip/testdata/.cache/dbip-city-full.BIN}}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-6}
 duration=${DURATION:-10s}
 conns=${CONNS:-64}
 threads=${THREADS:-2}
@@ -126,8 +131,13 @@ if [[ ${warmup%s} != 0 ]]; then
 	done
 fi
 for r in $(seq 1 "$rounds"); do
+	# Each round starts with the next server, so that every server runs in every position
+	# of a round (ROUNDS a multiple of 3): a server measured always last (or first) would
+	# carry whatever drifts within a round.
+	s=$(((r - 1) % ${#targets[@]}))
+	order=("${targets[@]:s}" "${targets[@]:0:s}")
 	for kind in random fixed; do
-		for name in "${targets[@]}"; do
+		for name in "${order[@]}"; do
 			target "$name"
 			if [[ $kind == random ]]; then
 				line=$(run "$name" "$pid" "http://127.0.0.1:$port/" -s "$here/geoip-random.lua")
@@ -142,6 +152,9 @@ done
 # server (the cost of an answer, which other load on a shared machine disturbs far less
 # than throughput).
 secs=${duration%s}
+# Each round's floors before its geoip line, whatever order the round ran them in: the
+# ratios below are taken when the geoip line is read. Rounds in order, random first.
+sort -k2,2n -k3,3r -k4,4 -o "$results" "$results"
 echo "# ratios per round, geoip/floor and geoip/floorh: throughput, and requests per server CPU-second"
 awk -v d="$secs" '{key=$2" "$3; e=$5*d/$8; if ($4 != "geoip") {f[key" "$4]=$5; fe[key" "$4]=e}
 	else printf "round %s %s: floor %.3f  %.3f   floorh %.3f  %.3f\n", $2, $3, $5/f[key" floor"], e/fe[key" floor"], $5/f[key" floorh"], e/fe[key" floorh"]}' "$results"
