@@ -348,6 +348,7 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 		return f
 	}
 	var wg sync.WaitGroup
+	var puts atomic.Int64
 	stop := make(chan struct{})
 	for w := range 2 {
 		wg.Go(func() {
@@ -359,12 +360,30 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 				}
 				f := fill(keys[(round+w)%len(keys)], round)
 				c.put(&f, "v1")
+				puts.Add(1)
 			}
 		})
 	}
-	hits := 0
-	for i := 0; i < 200000; i++ {
-		k := keys[i%len(keys)]
+	fail := func(format string, args ...any) {
+		close(stop)
+		wg.Wait()
+		t.Fatalf(format, args...)
+	}
+	// Reading starts once the writers are under way (the table exists only after a first
+	// put; on a loaded machine they may not have run yet), and goes on until enough whole
+	// fragments were read, however the scheduler shares the cores: a fixed number of reads
+	// could all fall before the writers ran.
+	for puts.Load() < 2 {
+		runtime.Gosched()
+	}
+	before := puts.Load()
+	deadline := time.Now().Add(20 * time.Second)
+	hits, reads := 0, 0
+	for ; hits < 20000 || reads < 200000; reads++ {
+		if reads%4096 == 0 && time.Now().After(deadline) {
+			break
+		}
+		k := keys[reads%len(keys)]
 		var f fragment
 		if !c.get(&k, "v1", now, &f) {
 			continue
@@ -372,18 +391,17 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 		hits++
 		for j, b := range f.own[:f.n] {
 			if int(f.n) > fragmentOwn || b != k[24]+byte(j)+byte(f.n) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("torn fragment for key %d: byte %d of %d is %d", k[24], j, f.n, b)
+				fail("torn fragment for key %d: byte %d of %d is %d", k[24], j, f.n, b)
 			}
 		}
 	}
+	during := puts.Load() - before
 	close(stop)
 	wg.Wait()
-	if hits == 0 {
-		t.Fatal("no read found a fragment: the race was not exercised")
+	if hits == 0 || during == 0 {
+		t.Fatalf("%d whole fragments read in %d reads while the writers kept %d: the race was not exercised", hits, reads, during)
 	}
-	t.Logf("%d whole fragments read while two writers replaced them", hits)
+	t.Logf("%d whole fragments read in %d reads while two writers kept %d", hits, reads, during)
 }
 
 // Requests that all find a new database version at once make one table between them: a
