@@ -168,4 +168,9 @@ for floor in floor floorh; do
 			sort -g | awk -v k="$kind" -v fl="$floor" '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "# median round %s geoip/%s: throughput %.3f\n", k, fl, m}'
 	done
 done
+# geoip/floor by geoip's place in its round (round r starts with server (r-1) mod 3 of
+# floor, floorh, geoip): a place that stands out says the machine drifted within rounds.
+awk -v n="${#targets[@]}" '{key=$2" "$3; if ($4 == "floor") f[key]=$5
+	else if ($4 == "geoip") {p=(n - 1 - ($2 - 1) % n) + 1; s[$3" "p]+=$5/f[key]; c[$3" "p]++}}
+	END {for (k in s) {split(k, a, " "); printf "# mean ratio %s geoip/floor with geoip %s in its round: throughput %.3f, over %d rounds\n", a[1], a[2] == 1 ? "first" : a[2] == 2 ? "second" : "third", s[k]/c[k], c[k]}}' "$results" | sort
 rm -f "$results"
