@@ -30,6 +30,14 @@ type Options struct {
 	// for a pooled connection, and turns retries off: for callers on a
 	// request's hot path (the rate limiter) that would rather fail fast.
 	Timeout time.Duration
+	// NoRetry sends every command once. go-redis retries a command whose
+	// connection failed or timed out on a fresh connection (MaxRetries,
+	// 3 by default), while the first copy may still wait in the server's
+	// socket buffer (a paused or slow Redis) and run later: a write that
+	// is not idempotent then runs twice or more. A client whose writes
+	// must happen exactly once sets it and reports an unanswered write as
+	// of unknown outcome instead.
+	NoRetry bool
 }
 
 // Open returns a client for rawURL with context deadlines honoured on the
@@ -42,6 +50,9 @@ func tune(ctxTimeout *bool, dial, read, write, pool *time.Duration, retries *int
 	if o.Timeout > 0 {
 		*dial, *read, *write, *pool = o.Timeout, o.Timeout, o.Timeout, o.Timeout
 		*retries = -1
+	}
+	if o.NoRetry {
+		*retries = -1 // go-redis: -1 is no retry (0 is its default of 3)
 	}
 }
 

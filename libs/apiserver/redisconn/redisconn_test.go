@@ -114,3 +114,76 @@ func TestValidateAgreesWithOpen(t *testing.T) {
 		}
 	}
 }
+
+// incrScript is a write that is not idempotent, sent as EVALSHA as the
+// services' scripts are.
+var incrScript = redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+
+// A write sent to a Redis that stalls is sent once: its caller learns
+// that it timed out, and the write runs once when Redis resumes. With
+// go-redis's default retries the same script ran up to four times.
+func TestNoRetrySendsAStalledWriteOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	// go-redis's own read timeout (3 s): it retries a command that timed
+	// out on it (a read_timeout given in the URL behaves otherwise).
+	c, err := redisconn.OpenWith(srv.URL(), redisconn.Options{NoRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := incrScript.Load(ctx, c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(6 * time.Second) // past the first read's timeout, not a retry's
+		srv.Resume()
+	}()
+	err = incrScript.Run(ctx, c, []string{"writes"}).Err()
+	<-resumed
+	if err == nil {
+		t.Fatal("INCR on a paused Redis answered without error")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var n int64
+	for time.Now().Before(deadline) {
+		// The first copy runs once Redis reads its socket again.
+		if n, err = c.Get(ctx, "writes").Int64(); err == nil && n > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // room for a retried copy to land
+	if n, _ = c.Get(ctx, "writes").Int64(); n != 1 {
+		t.Fatalf("the stalled INCR ran %d times, want once", n)
+	}
+}
+
+func TestNoRetryHoldsForEveryForm(t *testing.T) {
+	for _, url := range []string{
+		"redis://localhost:6379/0",
+		"redis+sentinel://s1:26379/0?master_name=mymaster",
+		"redis+cluster://n1:6379?addr=n2:6379",
+	} {
+		c, err := redisconn.OpenWith(url, redisconn.Options{NoRetry: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var retries int
+		switch cc := c.(type) {
+		case *redis.Client:
+			retries = cc.Options().MaxRetries
+		case *redis.ClusterClient:
+			retries = cc.Options().MaxRetries
+		}
+		_ = c.Close()
+		// go-redis stores the -1 it is given as 0 (no retry) once a
+		// single-node client is made; a cluster client keeps -1.
+		if retries > 0 {
+			t.Errorf("%s: MaxRetries = %d, want none", url, retries)
+		}
+	}
+}

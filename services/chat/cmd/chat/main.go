@@ -102,7 +102,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		}
 	}()
 	if cfg.Settings.RedisURL != "" {
-		if app.Redis, err = redisconn.Open(cfg.Settings.RedisURL); err != nil {
+		if app.Redis, err = redisconn.OpenWith(cfg.Settings.RedisURL, redisconn.Options{NoRetry: true}); err != nil {
 			return nil, err
 		}
 		closers = append(closers, app.Redis.Close)

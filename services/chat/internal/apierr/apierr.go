@@ -59,8 +59,14 @@ type Answer struct {
 // Internal is the answer to an error that is no domain error.
 var Internal = Answer{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 
-// unavailableMessage never names the cause (a Redis call): that is logged.
-const unavailableMessage = "The chat store is unavailable; nothing was changed. Retry shortly."
+// The messages of a 503 never name the cause (a Redis call): that is
+// logged. A write whose outcome is unknown must not promise that nothing
+// changed: it may have been made, or be made yet.
+const (
+	unavailableMessage    = "The chat store is unavailable; nothing was changed. Retry shortly."
+	outcomeUnknownMessage = "The chat store did not answer in time: the change may have been made. " +
+		"Retry a send with the same Idempotency-Key (it is stored once); read other changes back before repeating them."
+)
 
 // For maps err, or the domain error it wraps, to its answer; ok is false
 // for an error the domain does not know, which the caller logs and answers
@@ -73,8 +79,10 @@ const unavailableMessage = "The chat store is unavailable; nothing was changed. 
 //	history_gone 410
 //	conflict     409 reason; limit when a quota was reached
 //	blocked      422 reason = filter kind; details on body.message
+//	unprocessable 422 reason (an idempotency key used with another message)
 //	slow_mode    429 reason slow_mode or send_limit; retry_after_seconds, Retry-After
-//	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed
+//	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed,
+//	             unless reason outcome_unknown: the write may have been made
 func For(err error, in string) (Answer, bool) {
 	de, ok := chat.AsError(err)
 	if !ok {
@@ -123,8 +131,13 @@ func For(err error, in string) (Answer, bool) {
 			a.Extra[FieldReason] = "slow_mode"
 		}
 		a.RetryAfter = RetrySeconds(de.RetryAfter)
+	case chat.KindUnprocessable:
+		a.Status = http.StatusUnprocessableEntity
 	case chat.KindUnavailable:
 		a.Status, a.Message, a.RetryAfter = http.StatusServiceUnavailable, unavailableMessage, 1
+		if de.Reason == chat.ReasonOutcomeUnknown {
+			a.Message = outcomeUnknownMessage
+		}
 	default:
 		return Internal, false
 	}

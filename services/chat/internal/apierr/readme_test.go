@@ -29,6 +29,8 @@ var samples = []error{
 	&chat.Error{Kind: chat.KindSlowMode, Reason: "slow_mode", RetryAfter: time.Second},
 	&chat.Error{Kind: chat.KindSlowMode, Reason: chat.ReasonSendLimit, RetryAfter: time.Second},
 	chat.Unavailable("send", errors.New("down")),
+	chat.OutcomeUnknown("send", errors.New("timeout")),
+	&chat.Error{Kind: chat.KindUnprocessable, Reason: chat.ReasonKeyReused},
 	&chat.Error{Kind: chat.KindHistoryGone},
 }
 

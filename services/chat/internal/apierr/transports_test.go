@@ -36,7 +36,7 @@ type failing struct {
 
 func (f *failing) fail(err error) { f.mu.Lock(); f.next = err; f.mu.Unlock() }
 
-func (f *failing) AppendMessage(ctx context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
+func (f *failing) AppendMessage(ctx context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
 	f.mu.Lock()
 	err := f.next
 	f.next = nil
@@ -44,7 +44,7 @@ func (f *failing) AppendMessage(ctx context.Context, m chat.Message, gates ...ch
 	if err != nil {
 		return chat.Message{}, err
 	}
-	return f.Store.AppendMessage(ctx, m, gates...)
+	return f.Store.AppendMessage(ctx, m, once, gates...)
 }
 
 // answer is one transport's answer, reduced to what both must agree on.

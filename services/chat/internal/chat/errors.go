@@ -9,20 +9,21 @@ import (
 
 // Kind classifies a domain error so that transports map it to a status in
 // one place, internal/apierr (400 invalid, 401, 403, 404, 409, 410,
-// 422 blocked, 429, 503), for REST and WebSocket alike.
+// 422 blocked or unprocessable, 429, 503), for REST and WebSocket alike.
 type Kind string
 
 // Error kinds.
 const (
-	KindInvalid      Kind = "invalid"      // a field failed validation (HTTP 400)
-	KindUnauthorized Kind = "unauthorized" // no or unknown token (HTTP 401)
-	KindForbidden    Kind = "forbidden"    // role too low, banned, timed out (HTTP 403)
-	KindNotFound     Kind = "not_found"    // HTTP 404
-	KindConflict     Kind = "conflict"     // already exists / state forbids (HTTP 409)
-	KindBlocked      Kind = "blocked"      // a filter blocked the message (HTTP 422)
-	KindSlowMode     Kind = "slow_mode"    // wait RetryAfter before sending (HTTP 429)
-	KindUnavailable  Kind = "unavailable"  // the store cannot be reached (HTTP 503)
-	KindHistoryGone  Kind = "history_gone" // a cursor left the history window
+	KindInvalid       Kind = "invalid"       // a field failed validation (HTTP 400)
+	KindUnauthorized  Kind = "unauthorized"  // no or unknown token (HTTP 401)
+	KindForbidden     Kind = "forbidden"     // role too low, banned, timed out (HTTP 403)
+	KindNotFound      Kind = "not_found"     // HTTP 404
+	KindConflict      Kind = "conflict"      // already exists / state forbids (HTTP 409)
+	KindBlocked       Kind = "blocked"       // a filter blocked the message (HTTP 422)
+	KindUnprocessable Kind = "unprocessable" // well-formed but cannot be done as asked (HTTP 422)
+	KindSlowMode      Kind = "slow_mode"     // wait RetryAfter before sending (HTTP 429)
+	KindUnavailable   Kind = "unavailable"   // the store cannot be reached (HTTP 503)
+	KindHistoryGone   Kind = "history_gone"  // a cursor left the history window
 )
 
 // FieldError names one invalid input field.
@@ -79,15 +80,16 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is; they match any *Error of the same kind.
 var (
-	ErrInvalid      = &Error{Kind: KindInvalid}
-	ErrUnauthorized = &Error{Kind: KindUnauthorized}
-	ErrForbidden    = &Error{Kind: KindForbidden}
-	ErrNotFound     = &Error{Kind: KindNotFound}
-	ErrConflict     = &Error{Kind: KindConflict}
-	ErrBlocked      = &Error{Kind: KindBlocked}
-	ErrSlowMode     = &Error{Kind: KindSlowMode}
-	ErrUnavailable  = &Error{Kind: KindUnavailable}
-	ErrHistoryGone  = &Error{Kind: KindHistoryGone}
+	ErrInvalid       = &Error{Kind: KindInvalid}
+	ErrUnauthorized  = &Error{Kind: KindUnauthorized}
+	ErrForbidden     = &Error{Kind: KindForbidden}
+	ErrNotFound      = &Error{Kind: KindNotFound}
+	ErrConflict      = &Error{Kind: KindConflict}
+	ErrBlocked       = &Error{Kind: KindBlocked}
+	ErrUnprocessable = &Error{Kind: KindUnprocessable}
+	ErrSlowMode      = &Error{Kind: KindSlowMode}
+	ErrUnavailable   = &Error{Kind: KindUnavailable}
+	ErrHistoryGone   = &Error{Kind: KindHistoryGone}
 )
 
 // KindOf returns the Kind of err, or "" for an error the domain does not
@@ -123,10 +125,24 @@ func Invalid(field, msg string) error {
 	return &Error{Kind: KindInvalid, Message: "invalid input", Fields: []FieldError{{Field: field, Message: msg}}}
 }
 
-// Unavailable wraps a storage failure; engines return it for every error
-// of their backend so transports answer 503 and nothing is claimed stored.
+// Unavailable wraps a storage failure that changed nothing (the backend
+// could not be reached, or refused the command); transports answer 503.
 func Unavailable(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Message: "store unavailable during " + op, Err: err}
+}
+
+// ReasonOutcomeUnknown is the Reason of an Unavailable error whose write
+// may have been made: it was sent, and no answer came (a timeout, a
+// connection lost mid-way). The client cannot be told "nothing changed".
+const ReasonOutcomeUnknown = "outcome_unknown"
+
+// OutcomeUnknown wraps the failure of a write that reached, or may have
+// reached, the backend without an answer: it may run there later. It is of
+// KindUnavailable (503, try again), with Reason ReasonOutcomeUnknown: a
+// send retried with the same idempotency key returns the first result, and
+// any other write should be read back before it is repeated.
+func OutcomeUnknown(op string, err error) error {
+	return &Error{Kind: KindUnavailable, Reason: ReasonOutcomeUnknown, Message: "no answer from the store during " + op, Err: err}
 }
 
 // validation collects field errors so a client learns every problem at once.

@@ -52,23 +52,23 @@ func testAppendGates(t *testing.T, e engine) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	gate := chat.Gate{Channel: "g", Key: "slow:u1", For: 10 * time.Second}
-	m := must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "one", CreatedAt: now}, gate))
+	m := must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "one", CreatedAt: now}, chat.Once{}, gate))
 	if m.ID != 1 {
 		t.Fatalf("first message %+v", m)
 	}
-	_, err := store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "two", CreatedAt: now.Add(4 * time.Second)}, gate)
+	_, err := store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "two", CreatedAt: now.Add(4 * time.Second)}, chat.Once{}, gate)
 	if f := wantKind(t, err, chat.KindSlowMode); f.RetryAfter != 6*time.Second {
 		t.Fatalf("closed gate: %+v", f)
 	}
 	// Another key of the same channel is its own gate; no gate, no wait.
 	other := chat.Gate{Channel: "g", Key: "slow:u2", For: 10 * time.Second}
-	must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "other", CreatedAt: now.Add(4 * time.Second)}, other))
-	must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "ungated", CreatedAt: now.Add(4 * time.Second)}))
+	must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "other", CreatedAt: now.Add(4 * time.Second)}, chat.Once{}, other))
+	must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "ungated", CreatedAt: now.Add(4 * time.Second)}, chat.Once{}))
 	// The gate closed by the append is the one Acquire sees.
 	if wait := must[time.Duration](t)(store.Acquire(ctx, now.Add(5*time.Second), gate)); wait != 5*time.Second {
 		t.Fatalf("acquire after the append: wait %v", wait)
 	}
-	m = must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "three", CreatedAt: now.Add(10 * time.Second)}, gate))
+	m = must[chat.Message](t)(store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "three", CreatedAt: now.Add(10 * time.Second)}, chat.Once{}, gate))
 	ms := must[[]chat.Message](t)(store.Messages(ctx, "g", chat.Page{Limit: 10}))
 	var texts []string
 	for _, x := range ms {
@@ -78,7 +78,7 @@ func testAppendGates(t *testing.T, e engine) {
 		t.Fatalf("stored %s (last id %d): a refused message must store nothing", got, m.ID)
 	}
 	// Gates live in the message's channel (one hash slot on a Cluster).
-	if _, err := store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "x", CreatedAt: now}, chat.Gate{Channel: "h", Key: "k", For: time.Second}); err == nil {
+	if _, err := store.AppendMessage(ctx, chat.Message{Channel: "g", Text: "x", CreatedAt: now}, chat.Once{}, chat.Gate{Channel: "h", Key: "k", For: time.Second}); err == nil {
 		t.Fatal("a gate of another channel was accepted")
 	}
 }

@@ -11,6 +11,10 @@ import (
 type SendInput struct {
 	Channel string `json:"channel,omitempty"`
 	Message string `json:"message"`
+	// IdempotencyKey, when set, makes the send happen once: sent again with
+	// the same key (by the same user, in the same channel, within
+	// IdempotencyWindow) it answers with the first send's result.
+	IdempotencyKey string `json:"-"`
 }
 
 // SendResult is the stored message and, when it triggered a command, the
@@ -18,6 +22,9 @@ type SendInput struct {
 type SendResult struct {
 	Message Message  `json:"message"`
 	Reply   *Message `json:"reply,omitempty"`
+	// Replayed says the result is an earlier send's, found by its
+	// idempotency key: this call stored nothing.
+	Replayed bool `json:"-"`
 }
 
 // Send runs every rule on a message and stores it: the send limit,
@@ -44,8 +51,15 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if u.ID == "" {
 		return SendResult{}, &Error{Kind: KindUnauthorized, Message: "sending needs a user"}
 	}
+	var once Once
+	if in.IdempotencyKey != "" {
+		if err := validIdempotencyKey(in.IdempotencyKey); err != nil {
+			return SendResult{}, err
+		}
+		once = Once{Key: sendOnce(u.ID, in.IdempotencyKey), Part: OnceMessage, Fingerprint: fingerprint(in.Message), For: IdempotencyWindow}
+	}
 	now := s.clock()
-	reads := SendReads{Now: now}
+	reads := SendReads{Now: now, Once: OnceRef{Channel: channel, Key: once.Key}}
 	if !from.current() {
 		reads.User = u.ID
 	}
@@ -68,6 +82,17 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		reads.Trigger = inv.trigger
 	}
 	st := s.store.ReadForSend(ctx, reads)
+	// A send seen before answers as it did, whatever has changed since
+	// (a ban, a filter, slow mode): it stores nothing now. Its count
+	// against the send limit, made in the same round trip, stays.
+	if once.Set() {
+		if st.OnceErr != nil {
+			return SendResult{}, fmt.Errorf("send: read idempotency record: %w", st.OnceErr)
+		}
+		if st.Once.Found() {
+			return replay(st.Once, once)
+		}
+	}
 	if !from.current() {
 		if errors.Is(st.UserErr, ErrNotFound) {
 			return SendResult{}, &Error{Kind: KindUnauthorized, Message: "user no longer exists"}
@@ -112,7 +137,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 			gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
 		}
 	}
-	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now}, gates...)
+	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now}, once, gates...)
 	var closed *Error
 	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
 		return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: closed.RetryAfter, Reason: "slow_mode",
@@ -122,7 +147,10 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		return SendResult{}, fmt.Errorf("send: store message: %w", err)
 	}
 	res := SendResult{Message: m}
-	reply, err := s.runCommand(ctx, u, m, now, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
+	if once.Set() {
+		once.Part, once.Fingerprint = OnceReply, ""
+	}
+	reply, err := s.runCommand(ctx, u, m, now, once, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
 	if err != nil {
 		// The message is stored and must be reported as such; a lost bot
 		// reply is not worth failing the request over.
@@ -130,6 +158,16 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	}
 	res.Reply = reply
 	return res, nil
+}
+
+// replay answers a send whose idempotency key found rec: the first send's
+// result, if the message is the same.
+func replay(rec OnceRecord, once Once) (SendResult, error) {
+	if rec.Fingerprint != once.Fingerprint {
+		return SendResult{}, &Error{Kind: KindUnprocessable, Reason: ReasonKeyReused,
+			Message: "this Idempotency-Key was used with another message; use a new key for a new message"}
+	}
+	return SendResult{Message: *rec.Message, Reply: rec.Reply, Replayed: true}, nil
 }
 
 func roundUpSecond(d time.Duration) time.Duration {
@@ -149,8 +187,9 @@ type prefetched struct {
 // disabled, above the sender's level or cooling down (bots stay silent then,
 // as Nightbot does, instead of spamming "on cooldown"). The invocation is
 // read from the stored text; pre is used when its trigger is that one (a
-// mask may have changed it), else the command is read now.
-func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time, pre prefetched) (*Message, error) {
+// mask may have changed it), else the command is read now. once records
+// the reply with the message's idempotency record, if it has one.
+func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time, once Once, pre prefetched) (*Message, error) {
 	inv, ok := parseInvocation(m.Text)
 	if !ok {
 		return nil, nil
@@ -191,7 +230,7 @@ func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Ti
 		return nil, fmt.Errorf("command %s count: %w", cmd.Name, err)
 	}
 	text := RenderResponse(cmd.Response, RenderVars{User: u.Name, Args: inv.args, Count: count, Channel: m.Channel})
-	reply, err := s.store.AppendMessage(ctx, Message{Channel: m.Channel, User: BotUser, Text: text, CreatedAt: now, Bot: true})
+	reply, err := s.store.AppendMessage(ctx, Message{Channel: m.Channel, User: BotUser, Text: text, CreatedAt: now, Bot: true}, once)
 	if err != nil {
 		return nil, fmt.Errorf("command %s reply: %w", cmd.Name, err)
 	}

@@ -19,7 +19,12 @@ type Store interface {
 	// m.CreatedAt and the append in one step: if any gate is closed it
 	// stores nothing and returns a KindSlowMode *Error whose RetryAfter is
 	// the longest wait; otherwise it closes every gate and stores m.
-	AppendMessage(ctx context.Context, m Message, gates ...Gate) (Message, error)
+	// With once set, the record once.Key of m.Channel is checked first: if
+	// it holds once.Part already, nothing is stored and the error is
+	// KindConflict with Reason ReasonKeyInUse; otherwise the stored
+	// message (and once.Fingerprint) is recorded there in the same step,
+	// kept for once.For.
+	AppendMessage(ctx context.Context, m Message, once Once, gates ...Gate) (Message, error)
 	// Messages returns one page of a channel, oldest first, tombstones included.
 	Messages(ctx context.Context, channel string, p Page) ([]Message, error)
 	// Message returns one message (NotFound if unknown or trimmed).
@@ -125,6 +130,16 @@ type SendReads struct {
 	// Trigger, when not empty, is a command trigger looked up as Command
 	// does (the message looks like a command invocation).
 	Trigger string
+	// Once, when its Key is set, names an idempotency record to read (see
+	// Once): a send under a key seen before answers with what the first
+	// one stored.
+	Once OnceRef
+}
+
+// OnceRef names the idempotency record Key of Channel.
+type OnceRef struct {
+	Channel string
+	Key     string
 }
 
 // SendState is what ReadForSend found. Each part keeps its own error,
@@ -143,4 +158,7 @@ type SendState struct {
 	// Command is Trigger's command; CommandErr is NotFound when there is none.
 	Command    Command
 	CommandErr error
+	// Once is the record of SendReads.Once (empty when none was stored).
+	Once    OnceRecord
+	OnceErr error
 }

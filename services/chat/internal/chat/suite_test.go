@@ -190,6 +190,8 @@ func runSuite(t *testing.T, e engine) {
 		{"BootstrapIsIdempotent", testBootstrap},
 		{"EventLog", testEventLog},
 		{"HistoryWindow", testHistoryWindow},
+		{"IdempotentSend", testIdempotentSend},
+		{"OnceRecordRace", testOnceRecordRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })

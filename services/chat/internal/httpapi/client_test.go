@@ -95,9 +95,15 @@ func TestGeneratedClient(t *testing.T) {
 	if err != nil || me.JSON200 == nil || me.JSON200.Name != "gen_client" {
 		t.Fatalf("GET /users/me: %v %s", err, me.Body)
 	}
-	sent, err := c.PostApiV1MessagesSendWithResponse(ctx, apiclient.SendBody{Message: "hello from a generated client"}, bearer(token))
+	key := "gen-client-1"
+	params := &apiclient.PostApiV1MessagesSendParams{IdempotencyKey: &key}
+	sent, err := c.PostApiV1MessagesSendWithResponse(ctx, params, apiclient.SendBody{Message: "hello from a generated client"}, bearer(token))
 	if err != nil || sent.JSON201 == nil || sent.JSON201.Text != "hello from a generated client" {
 		t.Fatalf("POST /messages/send: %v %s", err, sent.Body)
+	}
+	again, err := c.PostApiV1MessagesSendWithResponse(ctx, params, apiclient.SendBody{Message: "hello from a generated client"}, bearer(token))
+	if err != nil || again.JSON201 == nil || again.JSON201.Id != sent.JSON201.Id || again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("POST /messages/send again with its Idempotency-Key: %v %s", err, again.Body)
 	}
 	page, err := c.GetApiV1MessagesWithResponse(ctx, &apiclient.GetApiV1MessagesParams{Channel: &sent.JSON201.Channel})
 	if err != nil || page.JSON200 == nil || len(page.JSON200.Messages) == 0 || page.JSON200.Messages[len(page.JSON200.Messages)-1].Id != sent.JSON201.Id {
@@ -107,7 +113,7 @@ func TestGeneratedClient(t *testing.T) {
 	if err != nil || ch.JSON200 == nil {
 		t.Fatalf("GET /channels/{channel}: %v %s", err, ch.Body)
 	}
-	unauth, err := c.PostApiV1MessagesSendWithResponse(ctx, apiclient.SendBody{Message: "x"})
+	unauth, err := c.PostApiV1MessagesSendWithResponse(ctx, nil, apiclient.SendBody{Message: "x"})
 	if err != nil || unauth.JSON401 == nil || unauth.HTTPResponse.Header.Get("WWW-Authenticate") != "Bearer" {
 		t.Fatalf("unauthenticated send: %v %d %s", err, unauth.StatusCode(), unauth.Body)
 	}

@@ -167,6 +167,12 @@ func (r resp) String() string { return fmt.Sprintf("%d %s", r.Status, r.Raw) }
 // call sends one request; body is JSON-encoded unless it is a string.
 func (s *stack) call(method, path, token string, body any) resp {
 	s.t.Helper()
+	return s.callWith(method, path, token, body, nil)
+}
+
+// callWith is call with more request headers.
+func (s *stack) callWith(method, path, token string, body any, header http.Header) resp {
+	s.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		switch b := body.(type) {
@@ -189,6 +195,9 @@ func (s *stack) call(method, path, token string, body any) resp {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	res, err := s.client.Do(req)
 	if err != nil {

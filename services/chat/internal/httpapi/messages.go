@@ -24,7 +24,13 @@ type SendBody struct {
 
 // SendInput is POST /messages/send.
 type SendInput struct {
-	Body SendBody
+	IdempotencyKey string `header:"Idempotency-Key" pattern:"^[A-Za-z0-9._:-]{1,64}$" doc:"Makes the send happen once: a send repeated with the same key (by the same user, in the same channel, within 10 minutes) stores nothing and answers 201 with the first one's message and reply (and Idempotent-Replayed: true). Send one whenever you may retry: after a timeout or a 503 the message may have been stored. 1..64 of A-Z, a-z, 0-9 and . _ : - (a UUID fits)" example:"5f0c1e7a-2b7d-4c1e-9a53-8f0e7f1d2c3b"`
+	Body           SendBody
+}
+
+// SendHeaders are the headers of a send's answer.
+type SendHeaders struct {
+	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"Sent (true) when the answer is an earlier send's, found by its Idempotency-Key: nothing was stored now"`
 }
 
 // DeleteMessageInput names a message.
@@ -52,11 +58,15 @@ func (a *API) registerMessages(srv *apiserver.Server[chat.User]) {
 			"(`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes " +
 			"the bot reply; the reply is stored too and returned as `reply`.",
 	}, chat.ActionSendMessages, map[int]string{
-		http.StatusUnauthorized:        "No bearer token, or the user no longer exists",
-		http.StatusForbidden:           "Invalid token, banned (`reason: banned`) or timed out (`reason: timed_out`, `until`)",
-		http.StatusUnprocessableEntity: "Blocked by a filter (`reason` is the filter kind); nothing was stored",
-		http.StatusConflict:            "The channel is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`); nothing was stored",
-		http.StatusTooManyRequests:     "Slow mode (`reason: slow_mode`) or the per-user send limit (`reason: send_limit`); see `Retry-After`",
+		http.StatusUnauthorized: "No bearer token, or the user no longer exists",
+		http.StatusForbidden:    "Invalid token, banned (`reason: banned`) or timed out (`reason: timed_out`, `until`)",
+		http.StatusUnprocessableEntity: "Blocked by a filter (`reason` is the filter kind), or an Idempotency-Key sent before with " +
+			"another message (`reason: idempotency_key_reused`); nothing was stored",
+		http.StatusConflict: "The channel is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`), or a send with " +
+			"the same Idempotency-Key was stored meanwhile (`reason: idempotency_key_in_use`: send again to get its result); nothing was stored",
+		http.StatusTooManyRequests: "Slow mode (`reason: slow_mode`) or the per-user send limit (`reason: send_limit`); see `Retry-After`",
+		http.StatusServiceUnavailable: "The store could not be reached, and nothing was stored; or, with `reason: outcome_unknown`, " +
+			"it did not answer in time and the message may have been stored: send again with the same Idempotency-Key",
 	}), a.send)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -86,22 +96,31 @@ func (a *API) listMessages(c *apiserver.Context[chat.User], in *ListMessagesInpu
 	return MessagePage{Channel: channel, Messages: messagesOf(ms)}, nil
 }
 
-func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (SentMessage, error) {
+type sendAnswer = apiserver.Response[SendHeaders, SentMessage]
+
+func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (sendAnswer, error) {
 	actor, err := Actor(c)
 	if err != nil {
-		return SentMessage{}, err
+		return sendAnswer{}, err
 	}
 	// The actor was read by this request's authentication: Send need not
 	// read it again (chat.Fresh).
-	res, err := a.svc.Send(c.Request.Context(), chat.Fresh(actor), chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message})
+	res, err := a.svc.Send(c.Request.Context(), chat.Fresh(actor),
+		chat.SendInput{Channel: in.Body.Channel, Message: in.Body.Message, IdempotencyKey: in.IdempotencyKey})
 	if err != nil {
-		return SentMessage{}, StatusError(err, inBody)
+		// The header's pattern is the domain's rule for a key: only the
+		// body's fields can fail the domain's checks here.
+		return sendAnswer{}, StatusError(err, inBody)
 	}
-	a.messages.Inc()
-	out := SentMessage{Message: messageOf(res.Message)}
+	out := sendAnswer{Body: SentMessage{Message: messageOf(res.Message)}}
+	if res.Replayed {
+		out.Header.Replayed = "true"
+	} else {
+		a.messages.Inc()
+	}
 	if res.Reply != nil {
 		r := messageOf(*res.Reply)
-		out.Reply = &r
+		out.Body.Reply = &r
 	}
 	return out, nil
 }

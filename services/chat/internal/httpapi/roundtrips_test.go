@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,22 @@ func TestSendRoundTrips(t *testing.T) {
 		t.Logf("%s: %d round trips: %s", c.name, len(got), strings.Join(got, ", "))
 		if len(got) > c.max {
 			t.Errorf("%s: %d round trips, want at most %d: %s", c.name, len(got), c.max, fmt.Sprint(got))
+		}
+	}
+	// An Idempotency-Key costs no round trip: its record is read in the
+	// pipeline and written by the append; a repeat is answered from the
+	// pipeline.
+	keyed := func() {
+		r := s.callWith("POST", "/api/v1/messages/send", viewer, map[string]any{"message": "keyed"}, http.Header{"Idempotency-Key": {"rt-1"}})
+		if r.Status != 201 {
+			t.Fatalf("keyed send: %s", r)
+		}
+	}
+	for i, max := range []int{3, 2} {
+		got := trips.During(keyed)
+		t.Logf("keyed send %d: %d round trips: %s", i+1, len(got), strings.Join(got, ", "))
+		if len(got) > max {
+			t.Errorf("keyed send %d: %d round trips, want at most %d: %s", i+1, len(got), max, fmt.Sprint(got))
 		}
 	}
 	// A message slow mode refuses costs no more, and stores nothing.

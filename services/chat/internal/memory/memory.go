@@ -53,6 +53,8 @@ type Store struct {
 	// sends is each user's GCRA theoretical arrival time (CountSend): once
 	// it is past, the user has a full burst again.
 	sends map[string]time.Time
+	// once holds idempotency records by channel and key (chat.Once).
+	once map[onceKey]*onceRecord
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -76,6 +78,7 @@ func New(history int) *Store {
 		filters:  map[string]chat.Filter{},
 		gates:    map[string]time.Time{},
 		sends:    map[string]time.Time{},
+		once:     map[onceKey]*onceRecord{},
 		born:     make(chan struct{}),
 		feeds:    map[*memFeed]struct{}{},
 	}
@@ -135,8 +138,28 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 	return ev
 }
 
+type onceKey struct{ channel, key string }
+
+// onceRecord is a chat.OnceRecord with its expiry.
+type onceRecord struct {
+	rec     chat.OnceRecord
+	expires time.Time
+}
+
+// onceFor returns the live record of k (nil if none); the caller holds mu.
+// Records are swept as they are met and, past a size, all expired ones at
+// once, so the map holds about one window's keys.
+func (s *Store) onceFor(k onceKey) *onceRecord {
+	r := s.once[k]
+	if r != nil && time.Now().After(r.expires) {
+		delete(s.once, k)
+		return nil
+	}
+	return r
+}
+
 // AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(_ context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
+func (s *Store) AppendMessage(_ context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range gates {
@@ -144,11 +167,39 @@ func (s *Store) AppendMessage(_ context.Context, m chat.Message, gates ...chat.G
 			return chat.Message{}, fmt.Errorf("append message: gates must be in the message's channel (%s, not %s)", m.Channel, g.Channel)
 		}
 	}
+	k := onceKey{m.Channel, once.Key}
+	rec := s.onceFor(k)
+	if once.Set() && rec != nil && (once.Part == chat.OnceMessage && rec.rec.Message != nil || once.Part == chat.OnceReply && rec.rec.Reply != nil) {
+		return chat.Message{}, &chat.Error{Kind: chat.KindConflict, Reason: chat.ReasonKeyInUse,
+			Message: "a send with this Idempotency-Key was stored meanwhile; send it again to get its result"}
+	}
 	if wait := s.passGates(m.CreatedAt, gates); wait > 0 {
 		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: wait, Message: "a gate is closed"}
 	}
 	c := s.channel(m.Channel)
 	ev := s.append(c, chat.Event{Type: chat.EventMessage, Channel: m.Channel, Message: &m})
+	if once.Set() {
+		if rec == nil {
+			if len(s.once) >= 10000 {
+				now := time.Now()
+				for k, r := range s.once {
+					if now.After(r.expires) {
+						delete(s.once, k)
+					}
+				}
+			}
+			rec = &onceRecord{}
+			s.once[k] = rec
+		}
+		stored := *ev.Message
+		switch once.Part {
+		case chat.OnceMessage:
+			rec.rec.Message, rec.rec.Fingerprint = &stored, once.Fingerprint
+		case chat.OnceReply:
+			rec.rec.Reply = &stored
+		}
+		rec.expires = time.Now().Add(once.For)
+	}
 	return *ev.Message, nil
 }
 
@@ -627,6 +678,11 @@ func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState 
 	}
 	if r.Trigger != "" {
 		st.Command, st.CommandErr = s.command(r.Trigger)
+	}
+	if r.Once.Key != "" {
+		if rec := s.onceFor(onceKey{r.Once.Channel, r.Once.Key}); rec != nil {
+			st.Once = rec.rec
+		}
 	}
 	return st
 }

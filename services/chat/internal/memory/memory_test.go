@@ -15,7 +15,7 @@ func TestTrimKeepsEventsAfterTheCut(t *testing.T) {
 	s := New(2)
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		if _, err := s.AppendMessage(ctx, chat.Message{Channel: "c", Text: "x"}); err != nil {
+		if _, err := s.AppendMessage(ctx, chat.Message{Channel: "c", Text: "x"}, chat.Once{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,7 +35,7 @@ func TestTrimKeepsEventsAfterTheCut(t *testing.T) {
 func TestEarlierEventsDoNotChangeAfterDelete(t *testing.T) {
 	s := New(10)
 	ctx := context.Background()
-	if _, err := s.AppendMessage(ctx, chat.Message{Channel: "c", Text: "hello"}); err != nil {
+	if _, err := s.AppendMessage(ctx, chat.Message{Channel: "c", Text: "hello"}, chat.Once{}); err != nil {
 		t.Fatal(err)
 	}
 	evs, _ := s.ReadEvents(ctx, "c", chat.Cursor{}, 10, 0)
@@ -95,7 +95,7 @@ func TestReadingCreatesNoChannel(t *testing.T) {
 		got <- evs
 	}()
 	time.Sleep(50 * time.Millisecond) // let the reader block
-	if _, err := s.AppendMessage(ctx, chat.Message{Channel: "late", Text: "first"}); err != nil {
+	if _, err := s.AppendMessage(ctx, chat.Message{Channel: "late", Text: "first"}, chat.Once{}); err != nil {
 		t.Fatal(err)
 	}
 	select {

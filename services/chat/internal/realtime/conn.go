@@ -572,7 +572,7 @@ func (c *conn) run(f clientFrame) any {
 	}
 	// The socket holds its user since it authenticated: Send reads it
 	// again, so a ban or a deletion since applies (chat.Held).
-	res, err := c.hub.svc.Send(ctx, chat.Held(*u), chat.SendInput{Channel: c.channel, Message: f.Message})
+	res, err := c.hub.svc.Send(ctx, chat.Held(*u), chat.SendInput{Channel: c.channel, Message: f.Message, IdempotencyKey: f.IdempotencyKey})
 	if err != nil {
 		e := errorFor(f.ID, err)
 		c.hub.metrics.sendErrors.WithLabelValues(e.Code).Inc()
@@ -581,8 +581,10 @@ func (c *conn) run(f clientFrame) any {
 		}
 		return e
 	}
-	c.hub.metrics.messages.Inc()
-	return ackFrame{Type: typeAck, ID: f.ID, Message: &res.Message, Reply: res.Reply}
+	if !res.Replayed {
+		c.hub.metrics.messages.Inc()
+	}
+	return ackFrame{Type: typeAck, ID: f.ID, Message: &res.Message, Reply: res.Reply, Replayed: res.Replayed}
 }
 
 func (c *conn) cleanup() {

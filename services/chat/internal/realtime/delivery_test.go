@@ -99,7 +99,7 @@ func TestGapInNoticesIsFilledFromTheLog(t *testing.T) {
 	store := memory.New(100)
 	ctx := context.Background()
 	for i := 0; i < 6; i++ {
-		if _, err := store.AppendMessage(ctx, chat.Message{Channel: "c", Text: "m", CreatedAt: time.Now()}); err != nil {
+		if _, err := store.AppendMessage(ctx, chat.Message{Channel: "c", Text: "m", CreatedAt: time.Now()}, chat.Once{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -163,6 +163,8 @@ type event struct {
 	Moderation *chat.Moderation
 	Reply      *chat.Message `json:"reply"`
 	User       *chat.UserRef `json:"user"`
+	Replayed   bool          `json:"replayed"`
+	Reason     string        `json:"reason"`
 }
 
 func (e event) msg(t *testing.T) chat.Message {

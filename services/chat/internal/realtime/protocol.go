@@ -68,6 +68,8 @@ type clientFrame struct {
 	ID      json.RawMessage `json:"id,omitempty"`
 	Token   string          `json:"token,omitempty"`
 	Message string          `json:"message,omitempty"`
+	// IdempotencyKey is a send's Idempotency-Key (chat.SendInput).
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 type helloFrame struct {
@@ -91,6 +93,9 @@ type ackFrame struct {
 	Message *chat.Message   `json:"message,omitempty"`
 	Reply   *chat.Message   `json:"reply,omitempty"`
 	User    *chat.UserRef   `json:"user,omitempty"`
+	// Replayed: the ack is an earlier send's, found by its
+	// idempotency_key; nothing was stored now.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 type pongFrame struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 // Cluster: libs/apiserver/redisconn's forms) and checks that it answers.
 // Close releases the client.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	rdb, err := redisconn.Open(url)
+	rdb, err := redisconn.OpenWith(url, redisconn.Options{NoRetry: true}) // see failWrite
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +87,9 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // a Redis Cluster requires (and which costs nothing on one server):
 //
 //	<prefix>{ch:<name>}:<what>  a channel: log, seq, trim, deleted,
-//	                            settings, gate:<key>, presence (and the
-//	                            live Pub/Sub channel)
+//	                            settings, gate:<key>, presence, once:<key>
+//	                            (idempotency records) and the live Pub/Sub
+//	                            channel
 //	<prefix>{users}:<what>      users: user:<id>, names, tokens, ids
 //	<prefix>{commands}:<what>   commands: all, triggers, counts
 //	<prefix>{filters}:<what>    filters: all, seq
@@ -105,6 +107,9 @@ func (s *Store) userKey(id string) string       { return s.prefix + "{users}:use
 func (s *Store) uk(what string) string          { return s.prefix + "{users}:" + what }
 func (s *Store) cmdk(what string) string        { return s.prefix + "{commands}:" + what }
 func (s *Store) fk(what string) string          { return s.prefix + "{filters}:" + what }
+
+// onceKey is an idempotency record of a channel (chat.Once), in its slot.
+func (s *Store) onceKey(channel, key string) string { return s.ck(channel, "once:"+key) }
 
 // revokedKey is the Pub/Sub channel of revocations: "deleted <id>" and
 // "banned <id>", published by the scripts that delete or ban a user.
@@ -134,7 +139,43 @@ func failPipeline(op string, err error) error {
 	return fail(op, err)
 }
 
-// scriptStatus maps the error replies our scripts use to domain errors.
+// failWrite is fail for a write. The client sends every command once
+// (redisconn.Options.NoRetry: a retried script could run twice), so a
+// write that failed was either never sent, and changed nothing, or sent
+// without an answer, and may have run or run yet: a paused Redis runs what
+// waits in its socket buffer when it resumes. Only the first kind is
+// Unavailable; the second is OutcomeUnknown, so no client is told that
+// nothing changed when it may have. An error reply of the server (a
+// script's own, a MOVED, a LOADING) means the server answered.
+func failWrite(op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", op, err) // the caller went away: nobody to tell
+	}
+	if neverSent(err) {
+		return chat.Unavailable(op, err)
+	}
+	return chat.OutcomeUnknown(op, err)
+}
+
+// neverSent reports whether err is a failure before a command was
+// written: no connection could be had (a refused or timed-out dial, the
+// pool exhausted or closed), or the server answered with an error.
+func neverSent(err error) bool {
+	var op *net.OpError
+	var rerr redis.Error
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		return true
+	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
+		return true
+	case errors.As(err, &rerr):
+		return true
+	}
+	return false
+}
+
+// scriptStatus maps the error replies our write scripts use to domain
+// errors, and any other failure as failWrite does.
 func scriptStatus(op string, err error, what string) error {
 	if err == nil {
 		return nil
@@ -146,7 +187,7 @@ func scriptStatus(op string, err error, what string) error {
 	case strings.HasPrefix(msg, "CONFLICT"):
 		return chat.Conflict("the " + what + " changed meanwhile; try again")
 	}
-	return fail(op, err)
+	return failWrite(op, err)
 }
 
 // ---- messages and events ----
@@ -189,10 +230,10 @@ func decode(channel string, x redis.XMessage) (chat.Event, error) {
 	return ev, nil
 }
 
-// AppendMessage implements chat.Store: the gates and the append are one
-// script (all keys in the channel's slot), so slow mode costs no round trip
-// of its own.
-func (s *Store) AppendMessage(ctx context.Context, m chat.Message, gates ...chat.Gate) (chat.Message, error) {
+// AppendMessage implements chat.Store: the gates, the idempotency record
+// and the append are one script (all keys in the channel's slot), so slow
+// mode and idempotency cost no round trip of their own.
+func (s *Store) AppendMessage(ctx context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
 	m.ID = 0
 	data, err := json.Marshal(chat.Event{Type: chat.EventMessage, Message: &m})
 	if err != nil {
@@ -200,7 +241,11 @@ func (s *Store) AppendMessage(ctx context.Context, m chat.Message, gates ...chat
 	}
 	ch := m.Channel
 	keys := []string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
-	args := []any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli()}
+	args := []any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0}
+	if once.Set() {
+		keys = append(keys, s.onceKey(ch, once.Key))
+		args[4], args[5], args[6] = string(once.Part), once.Fingerprint, once.For.Milliseconds()
+	}
 	gkeys, gargs, err := s.gateArgs(gates)
 	if err != nil {
 		return chat.Message{}, err
@@ -210,10 +255,14 @@ func (s *Store) AppendMessage(ctx context.Context, m chat.Message, gates ...chat
 	}
 	res, err := appendMessage.Run(ctx, s.rdb, append(keys, gkeys...), append(args, gargs...)...).Int64Slice()
 	if err != nil {
-		return chat.Message{}, fail("append message", err)
+		return chat.Message{}, failWrite("append message", err)
 	}
 	if len(res) != 2 {
 		return chat.Message{}, fail("append message", fmt.Errorf("unexpected reply %v", res))
+	}
+	if res[1] < 0 {
+		return chat.Message{}, &chat.Error{Kind: chat.KindConflict, Reason: chat.ReasonKeyInUse,
+			Message: "a send with this Idempotency-Key was stored meanwhile; send it again to get its result"}
 	}
 	if res[1] > 0 {
 		return chat.Message{}, &chat.Error{Kind: chat.KindSlowMode, RetryAfter: time.Duration(res[1]) * time.Millisecond, Message: "a gate is closed"}
@@ -333,7 +382,7 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted")},
 		id, at.UnixMilli(), data, s.ck(channel, "live")).Int64()
 	if err != nil {
-		return chat.Message{}, fail("delete message", err)
+		return chat.Message{}, failWrite("delete message", err)
 	}
 	switch res {
 	case 0:
@@ -427,7 +476,7 @@ func (s *Store) Head(ctx context.Context, channel string) (chat.Cursor, error) {
 func (s *Store) ClaimChannel(ctx context.Context, name string, max int) error {
 	ok, err := claimChannel.Run(ctx, s.rdb, []string{s.prefix + "{channels}:all"}, name, max).Int()
 	if err != nil {
-		return fail("claim channel", err)
+		return failWrite("claim channel", err)
 	}
 	if ok == 0 {
 		return chat.LimitReached(chat.QuotaChannels, max)
@@ -447,7 +496,7 @@ func (s *Store) Channel(ctx context.Context, name string) (chat.Channel, error) 
 // SaveChannel implements chat.Store.
 func (s *Store) SaveChannel(ctx context.Context, c chat.Channel) error {
 	if err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds).Err(); err != nil {
-		return fail("save channel", err)
+		return failWrite("save channel", err)
 	}
 	return nil
 }
@@ -495,7 +544,7 @@ func (s *Store) CreateUser(ctx context.Context, u chat.User) error {
 	args := append([]any{u.ID, strings.ToLower(u.Name), u.TokenHash}, userFields(u)...)
 	taken, err := createUser.Run(ctx, s.rdb, s.userIndexKeys(u.ID), args...).Text()
 	if err != nil {
-		return fail("create user", err)
+		return failWrite("create user", err)
 	}
 	switch taken {
 	case "":
@@ -704,7 +753,7 @@ func (s *Store) CreateCommand(ctx context.Context, c chat.Command, max int) erro
 		return chat.LimitReached(chat.QuotaCommands, max)
 	}
 	if err != nil {
-		return fail("create command", err)
+		return failWrite("create command", err)
 	}
 	if owner == c.Name {
 		return &chat.Error{Kind: chat.KindConflict, Reason: "command", Message: "command " + c.Name + " already exists"}
@@ -781,7 +830,7 @@ func (s *Store) UpdateCommand(ctx context.Context, name string, c chat.Command) 
 func (s *Store) DeleteCommand(ctx context.Context, name string) error {
 	n, err := deleteCommand.Run(ctx, s.rdb, s.commandKeys(), name).Int()
 	if err != nil {
-		return fail("delete command", err)
+		return failWrite("delete command", err)
 	}
 	if n == 0 {
 		return chat.NotFound("command")
@@ -815,7 +864,7 @@ func (s *Store) CreateFilter(ctx context.Context, f chat.Filter, lim chat.Limits
 	case strings.HasPrefix(err.Error(), "LIMIT regex"):
 		return chat.Filter{}, chat.LimitReached(chat.QuotaRegexFilters, lim.RegexFilters)
 	default:
-		return chat.Filter{}, fail("create filter", err)
+		return chat.Filter{}, failWrite("create filter", err)
 	}
 	f.ID = id
 	return f, nil
@@ -847,7 +896,7 @@ func decodeFilters(m map[string]string) ([]chat.Filter, error) {
 func (s *Store) DeleteFilter(ctx context.Context, id string) error {
 	n, err := s.rdb.HDel(ctx, s.fk("all"), id).Result()
 	if err != nil {
-		return fail("delete filter", err)
+		return failWrite("delete filter", err)
 	}
 	if n == 0 {
 		return chat.NotFound("filter")
@@ -868,7 +917,7 @@ func (s *Store) Acquire(ctx context.Context, now time.Time, gates ...chat.Gate) 
 	}
 	ms, err := acquire.Run(ctx, s.rdb, keys, append([]any{now.UnixMilli()}, durations...)...).Int64()
 	if err != nil {
-		return 0, fail("acquire gate", err)
+		return 0, failWrite("acquire gate", err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -903,6 +952,7 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		settings *redis.StringCmd
 		count    *redis.Cmd
 		command  *redis.Cmd
+		once     *redis.MapStringStringCmd
 	)
 	countKeys, countArgs, countErr := s.countArgs(r)
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -918,6 +968,9 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		}
 		if r.Trigger != "" {
 			command = commandByTrigger.EvalSha(ctx, p, s.commandKeys(), r.Trigger)
+		}
+		if r.Once.Key != "" {
+			once = p.HGetAll(ctx, s.onceKey(r.Once.Channel, r.Once.Key))
 		}
 		return nil
 	})
@@ -962,7 +1015,36 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 			st.Command, st.CommandErr = decodeCommand(r.Trigger, res)
 		}
 	}
+	if once != nil {
+		if err := once.Err(); err != nil {
+			st.OnceErr = failPipeline("read idempotency record", err)
+		} else {
+			st.Once, st.OnceErr = decodeOnce(r.Once.Channel, once.Val())
+		}
+	}
 	return st
+}
+
+// decodeOnce reads an idempotency record written by appendMessage: each
+// part's id and event json, and the fingerprint.
+func decodeOnce(channel string, fields map[string]string) (chat.OnceRecord, error) {
+	rec := chat.OnceRecord{Fingerprint: fields["f"]}
+	for _, part := range []chat.OncePart{chat.OnceMessage, chat.OnceReply} {
+		id, ok := fields[string(part)]
+		if !ok {
+			continue
+		}
+		ev, err := decode(channel, redis.XMessage{ID: id + "-0", Values: map[string]any{"d": fields[string(part)+"d"]}})
+		if err != nil || ev.Message == nil {
+			return chat.OnceRecord{}, fmt.Errorf("idempotency record of %s: %s: %v", channel, part, err)
+		}
+		if part == chat.OnceMessage {
+			rec.Message = ev.Message
+		} else {
+			rec.Reply = ev.Message
+		}
+	}
+	return rec, nil
 }
 
 // countArgs are the keys and arguments of the countSend script for r, or

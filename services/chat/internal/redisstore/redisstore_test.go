@@ -28,7 +28,7 @@ func TestMessagesAreStreamEntriesNamedByID(t *testing.T) {
 	s, rdb := open(t, 2)
 	ctx := context.Background()
 	for _, text := range []string{"a", "b", "c"} {
-		if _, err := s.AppendMessage(ctx, chat.Message{Channel: "general", Text: text, CreatedAt: time.Now()}); err != nil {
+		if _, err := s.AppendMessage(ctx, chat.Message{Channel: "general", Text: text, CreatedAt: time.Now()}, chat.Once{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestStoppedServerIsUnavailable(t *testing.T) {
 		"ping":   s.Ping(ctx),
 		"create": s.CreateUser(ctx, chat.User{ID: "x", Name: "x", Role: chat.RoleViewer}),
 	}
-	_, checks["append"] = s.AppendMessage(ctx, chat.Message{Channel: "general", Text: "x"})
+	_, checks["append"] = s.AppendMessage(ctx, chat.Message{Channel: "general", Text: "x"}, chat.Once{})
 	_, checks["read"] = s.ReadEvents(ctx, "general", chat.Cursor{}, 10, time.Second)
 	_, checks["gate"] = s.Acquire(ctx, time.Now(), chat.Gate{Channel: "general", Key: "k", For: time.Second})
 	for op, err := range checks {

@@ -14,11 +14,23 @@ import "github.com/redis/go-redis/v9"
 // The entry is then announced on the channel's live shard channel (see
 // liveNotice). Gates (slow mode) are passed first, in the same step
 // (passGates): a closed one stores nothing.
-// KEYS: seq, log, trim, deleted, then gates. ARGV: history, event json,
-// live channel, now ms, then one duration ms per gate. Returns {id, 0}, or
-// {0, wait ms} when a gate is closed.
+// With an idempotency record (chat.Once: ARGV[5] names the part, KEYS[5]
+// the record, a hash in the channel's slot), a record that holds the part
+// already stores nothing; otherwise the stored entry is recorded in the
+// same step: "<part>" its id, "<part>d" its event json, "f" the request's
+// fingerprint, and the record expires after ARGV[7] ms.
+// KEYS: seq, log, trim, deleted, [record], then gates. ARGV: history,
+// event json, live channel, now ms, part ("" for none), fingerprint,
+// record ms, then one duration ms per gate. Returns {id, 0}, {0, wait ms}
+// when a gate is closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
-local first, darg, now = 5, 5, tonumber(ARGV[4])
+local part = ARGV[5]
+local first, darg, now = 5, 8, tonumber(ARGV[4])
+local rec
+if part ~= '' then
+  rec, first = KEYS[5], 6
+  if redis.call('HEXISTS', rec, part) == 1 then return {0, -1} end
+end
 ` + passGates + `
 if wait > 0 then return {0, wait} end
 local id = redis.call('INCR', KEYS[1])
@@ -35,6 +47,11 @@ if cut > 0 then
     local from = math.max(old + 1, cut - 1000)
     for i = from, cut do redis.call('HDEL', KEYS[4], tostring(i)) end
   end
+end
+if rec then
+  redis.call('HSET', rec, part, id, part .. 'd', ARGV[2])
+  if ARGV[6] ~= '' then redis.call('HSET', rec, 'f', ARGV[6]) end
+  redis.call('PEXPIRE', rec, ARGV[7])
 end
 redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
 return {id, 0}

@@ -828,6 +828,12 @@ type GetApiV1MessagesParams struct {
 	After *int64 `form:"after,omitempty" json:"after,omitempty"`
 }
 
+// PostApiV1MessagesSendParams defines parameters for PostApiV1MessagesSend.
+type PostApiV1MessagesSendParams struct {
+	// IdempotencyKey Makes the send happen once: a send repeated with the same key (by the same user, in the same channel, within 10 minutes) stores nothing and answers 201 with the first one's message and reply (and Idempotent-Replayed: true). Send one whenever you may retry: after a timeout or a 503 the message may have been stored. 1..64 of A-Z, a-z, 0-9 and . _ : - (a UUID fits)
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // DeleteApiV1MessagesIdParams defines parameters for DeleteApiV1MessagesId.
 type DeleteApiV1MessagesIdParams struct {
 	// Channel Channel of the message (default general)
@@ -1063,7 +1069,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-	PostApiV1MessagesSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostApiV1MessagesSendWithBody(ctx context.Context, params *PostApiV1MessagesSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostApiV1MessagesSend Send a message
 	//
@@ -1072,7 +1078,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-	PostApiV1MessagesSend(ctx context.Context, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostApiV1MessagesSend(ctx context.Context, params *PostApiV1MessagesSendParams, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteApiV1MessagesId Delete a message
 	//
@@ -1474,8 +1480,8 @@ func (c *Client) GetApiV1Messages(ctx context.Context, params *GetApiV1MessagesP
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-func (c *Client) PostApiV1MessagesSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostApiV1MessagesSendRequestWithBody(c.Server, contentType, body)
+func (c *Client) PostApiV1MessagesSendWithBody(ctx context.Context, params *PostApiV1MessagesSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostApiV1MessagesSendRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1493,8 +1499,8 @@ func (c *Client) PostApiV1MessagesSendWithBody(ctx context.Context, contentType 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-func (c *Client) PostApiV1MessagesSend(ctx context.Context, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostApiV1MessagesSendRequest(c.Server, body)
+func (c *Client) PostApiV1MessagesSend(ctx context.Context, params *PostApiV1MessagesSendParams, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostApiV1MessagesSendRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2231,18 +2237,18 @@ func NewGetApiV1MessagesRequest(server string, params *GetApiV1MessagesParams) (
 }
 
 // NewPostApiV1MessagesSendRequest calls the generic PostApiV1MessagesSend builder with application/json body
-func NewPostApiV1MessagesSendRequest(server string, body PostApiV1MessagesSendJSONRequestBody) (*http.Request, error) {
+func NewPostApiV1MessagesSendRequest(server string, params *PostApiV1MessagesSendParams, body PostApiV1MessagesSendJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostApiV1MessagesSendRequestWithBody(server, "application/json", bodyReader)
+	return NewPostApiV1MessagesSendRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPostApiV1MessagesSendRequestWithBody constructs an http.Request for the PostApiV1MessagesSend method, with any body, and a specified content type
-func NewPostApiV1MessagesSendRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostApiV1MessagesSendRequestWithBody(server string, params *PostApiV1MessagesSendParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2266,6 +2272,21 @@ func NewPostApiV1MessagesSendRequestWithBody(server string, contentType string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2881,7 +2902,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-	PostApiV1MessagesSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error)
+	PostApiV1MessagesSendWithBodyWithResponse(ctx context.Context, params *PostApiV1MessagesSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error)
 
 	// PostApiV1MessagesSendWithResponse Send a message
 	//
@@ -2890,7 +2911,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-	PostApiV1MessagesSendWithResponse(ctx context.Context, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error)
+	PostApiV1MessagesSendWithResponse(ctx context.Context, params *PostApiV1MessagesSendParams, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error)
 
 	// DeleteApiV1MessagesIdWithResponse Delete a message
 	//
@@ -4864,6 +4885,7 @@ func (r GetApiV1MessagesResponse) ContentType() string {
 
 // PostApiV1MessagesSendResponse201Headers the declared response headers of an HTTP 201 response for PostApiV1MessagesSend
 type PostApiV1MessagesSendResponse201Headers struct {
+	IdempotentReplayed *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -7332,8 +7354,8 @@ func (c *ClientWithResponses) GetApiV1MessagesWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-func (c *ClientWithResponses) PostApiV1MessagesSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error) {
-	rsp, err := c.PostApiV1MessagesSendWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostApiV1MessagesSendWithBodyWithResponse(ctx context.Context, params *PostApiV1MessagesSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error) {
+	rsp, err := c.PostApiV1MessagesSendWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7347,8 +7369,8 @@ func (c *ClientWithResponses) PostApiV1MessagesSendWithBodyWithResponse(ctx cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/messages/send (the `PostApiV1MessagesSend` operationId).
-func (c *ClientWithResponses) PostApiV1MessagesSendWithResponse(ctx context.Context, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error) {
-	rsp, err := c.PostApiV1MessagesSend(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PostApiV1MessagesSendWithResponse(ctx context.Context, params *PostApiV1MessagesSendParams, body PostApiV1MessagesSendJSONRequestBody, reqEditors ...RequestEditorFn) (*PostApiV1MessagesSendResponse, error) {
+	rsp, err := c.PostApiV1MessagesSend(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11343,6 +11365,13 @@ func ParsePostApiV1MessagesSendResponse(rsp *http.Response) (*PostApiV1MessagesS
 	switch {
 	case rsp.StatusCode == 201:
 		var headers PostApiV1MessagesSendResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
