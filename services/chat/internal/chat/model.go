@@ -119,21 +119,44 @@ type Page struct {
 // ID; Seq k > 0 is the k-th non-message event (deletion, timeout, ban) that
 // happened after that message and before the next. Message ids therefore
 // stay contiguous while every event keeps a place in channel order. It is
-// written "12" for a message and "12-3" for an event, like a Redis Stream id.
+// written "12" for a message and "12-3" for an event, like a Redis Stream
+// id, followed by ".<epoch>" when it has one: "12-3.9f2c01a4".
+//
+// Epoch tells one incarnation of a log entry from another at the same
+// place. A store that lost the tail of its log (a Redis failover before the
+// replica had it) or all of it (a Redis restarted empty) hands the same ids
+// out again; a reader whose cursor names the old entry would skip the new
+// ones silently. The engine gives every entry an epoch (Redis: from the
+// entry's event and its predecessor; memory: the store's incarnation), and
+// a reader resuming after a cursor with an epoch is told the history is
+// gone (KindHistoryGone: reload) when the entry there has another epoch or
+// is missing. 0 is none: such a cursor (a bare message id, or an entry
+// written before epochs) is not checked.
 type Cursor struct {
-	ID  int64
-	Seq int64
+	ID    int64
+	Seq   int64
+	Epoch uint32
 }
 
-// Less orders cursors in channel order.
+// Less orders cursors in channel order (the epoch plays no part).
 func (c Cursor) Less(o Cursor) bool { return c.ID < o.ID || c.ID == o.ID && c.Seq < o.Seq }
 
-// String renders "ID" or "ID-Seq".
+// At reports whether c and o are the same place in the log, whatever
+// their epochs.
+func (c Cursor) At(o Cursor) bool { return c.ID == o.ID && c.Seq == o.Seq }
+
+// String renders "ID", "ID-Seq", then ".epoch" (hex) when it has one.
 func (c Cursor) String() string {
-	if c.Seq == 0 {
-		return strconv.FormatInt(c.ID, 10)
+	b := strconv.AppendInt(make([]byte, 0, 32), c.ID, 10)
+	if c.Seq != 0 {
+		b = append(b, '-')
+		b = strconv.AppendInt(b, c.Seq, 10)
 	}
-	return strconv.FormatInt(c.ID, 10) + "-" + strconv.FormatInt(c.Seq, 10)
+	if c.Epoch != 0 {
+		b = append(b, '.')
+		b = strconv.AppendUint(b, uint64(c.Epoch), 16)
+	}
+	return string(b)
 }
 
 // MarshalText renders the cursor as in String.
@@ -149,23 +172,48 @@ func (c *Cursor) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseCursor parses "12" or "12-3"; "" is the zero cursor (before everything).
+// ParseCursor parses "12", "12-3" and either with ".<epoch>" (1..8 hex
+// digits); "" is the zero cursor (before everything).
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
-	id, seq, hasSeq := strings.Cut(s, "-")
+	bad := Invalid("cursor", fmt.Sprintf("%q is not a cursor: a message id, id-seq, either with .epoch", s))
+	pos, epoch, hasEpoch := strings.Cut(s, ".")
+	id, seq, hasSeq := strings.Cut(pos, "-")
 	var c Cursor
 	var err error
 	if c.ID, err = strconv.ParseInt(id, 10, 64); err != nil || c.ID < 0 {
-		return Cursor{}, Invalid("cursor", fmt.Sprintf("%q is not a message id or id-seq", s))
+		return Cursor{}, bad
 	}
 	if hasSeq {
 		if c.Seq, err = strconv.ParseInt(seq, 10, 64); err != nil || c.Seq < 0 {
-			return Cursor{}, Invalid("cursor", fmt.Sprintf("%q is not a message id or id-seq", s))
+			return Cursor{}, bad
 		}
 	}
+	if hasEpoch {
+		e, err := ParseEpoch(epoch)
+		if err != nil || e == 0 {
+			return Cursor{}, bad
+		}
+		c.Epoch = e
+	}
 	return c, nil
+}
+
+// ParseEpoch reads an epoch as engines store it: 1..8 hex digits; "" is 0.
+func ParseEpoch(s string) (uint32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if len(s) > 8 {
+		return 0, fmt.Errorf("epoch %q: more than 8 hex digits", s)
+	}
+	e, err := strconv.ParseUint(s, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("epoch %q: %w", s, err)
+	}
+	return uint32(e), nil
 }
 
 func runeLen(s string) int { return utf8.RuneCountInString(s) }

@@ -159,19 +159,25 @@ func TestRenderResponse(t *testing.T) {
 }
 
 func TestCursorRoundTrip(t *testing.T) {
-	for _, s := range []string{"0", "12", "12-3"} {
+	for _, s := range []string{"0", "12", "12-3", "12.9f2c01a4", "12-3.1"} {
 		c, err := ParseCursor(s)
 		if err != nil || c.String() != s {
 			t.Errorf("ParseCursor(%q) = %v, %v", s, c, err)
 		}
 	}
-	for _, s := range []string{"x", "-1", "1-", "1-x", "1--2"} {
+	if c, _ := ParseCursor("12-3.ffffffff"); c != (Cursor{ID: 12, Seq: 3, Epoch: 0xffffffff}) {
+		t.Errorf("epoch: %+v", c)
+	}
+	for _, s := range []string{"x", "-1", "1-", "1-x", "1--2", "1.", "1.0", "1.123456789", "1.xyz", "1.-1", "1-2.3.4"} {
 		if _, err := ParseCursor(s); KindOf(err) != KindInvalid {
 			t.Errorf("ParseCursor(%q) err = %v", s, err)
 		}
 	}
-	if !(Cursor{1, 5}).Less(Cursor{2, 0}) || (Cursor{2, 0}).Less(Cursor{1, 9}) || !(Cursor{2, 0}).Less(Cursor{2, 1}) {
+	if !(Cursor{ID: 1, Seq: 5}).Less(Cursor{ID: 2}) || (Cursor{ID: 2}).Less(Cursor{ID: 1, Seq: 9}) || !(Cursor{ID: 2}).Less(Cursor{ID: 2, Seq: 1}) {
 		t.Fatal("order")
+	}
+	if (Cursor{ID: 2, Epoch: 1}).Less(Cursor{ID: 2, Epoch: 2}) || !(Cursor{ID: 2, Epoch: 1}).At(Cursor{ID: 2}) {
+		t.Fatal("the epoch is no place in the order")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,9 +28,10 @@ type channel struct {
 	log      []chat.Event // channel order; trimmed from the front
 	lastID   int64        // last message id handed out
 	lastSeq  int64        // events since the last message
-	// trimmed is the id of the last message removed from the window; a
+	// trimmed is the place of the last entry removed from the log (a
+	// message's, or an event's when events alone filled it); a
 	// reader after a cursor below it has missed something.
-	trimmed int64
+	trimmed chat.Cursor
 	// wake is closed and replaced whenever the log grows, waking every
 	// blocked reader at once.
 	wake chan struct{}
@@ -38,6 +40,10 @@ type channel struct {
 // Store is the memory engine.
 type Store struct {
 	history int
+	// epoch is this store's incarnation, the epoch of every cursor it
+	// hands out (chat.Cursor): a cursor from an earlier process, whose
+	// log died with it, is not taken for one of this log.
+	epoch uint32
 
 	mu       sync.Mutex
 	channels map[string]*channel
@@ -68,6 +74,7 @@ func New(history int) *Store {
 	}
 	return &Store{
 		history:  history,
+		epoch:    newEpoch(),
 		channels: map[string]*channel{},
 		claimed:  map[string]struct{}{},
 		users:    map[string]chat.User{},
@@ -82,6 +89,23 @@ func New(history int) *Store {
 		born:     make(chan struct{}),
 		feeds:    map[*memFeed]struct{}{},
 	}
+}
+
+// newEpoch is a random epoch, never 0 (none).
+func newEpoch() uint32 {
+	for {
+		if e := rand.Uint32(); e != 0 {
+			return e
+		}
+	}
+}
+
+// cursor is the cursor of a place in this store's log.
+func (s *Store) cursor(id, seq int64) chat.Cursor {
+	if id == 0 && seq == 0 {
+		return chat.Cursor{} // before the first entry
+	}
+	return chat.Cursor{ID: id, Seq: seq, Epoch: s.epoch}
 }
 
 // channel returns the channel, creating it: writers only. Readers use
@@ -109,23 +133,30 @@ func (s *Store) peek(name string) (*channel, chan struct{}) {
 
 // append adds ev to c's log (caller holds mu) and wakes the readers.
 func (s *Store) append(c *channel, ev chat.Event) chat.Event {
-	prev := chat.Cursor{ID: c.lastID, Seq: c.lastSeq}
+	prev := s.cursor(c.lastID, c.lastSeq)
 	if ev.Type == chat.EventMessage {
 		c.lastID++
 		c.lastSeq = 0
-		ev.Cursor = chat.Cursor{ID: c.lastID}
 		ev.Message.ID = c.lastID
 	} else {
 		c.lastSeq++
-		ev.Cursor = chat.Cursor{ID: c.lastID, Seq: c.lastSeq}
 	}
+	ev.Cursor = s.cursor(c.lastID, c.lastSeq)
 	c.log = append(c.log, ev)
 	// Keep the last `history` messages and the events after the oldest
 	// kept one's predecessor, exactly like the Redis engine's MINID trim.
-	if cut := c.lastID - int64(s.history); cut > c.trimmed {
+	if cut := c.lastID - int64(s.history); cut > c.trimmed.ID {
 		i := sort.Search(len(c.log), func(i int) bool { return !c.log[i].Cursor.Less(chat.Cursor{ID: cut, Seq: 1}) })
 		c.log = append([]chat.Event(nil), c.log[i:]...) // copy so the old array can be freed
-		c.trimmed = cut
+		c.trimmed = chat.Cursor{ID: cut}
+	}
+	// Events alone never move the cut: past twice the history in entries
+	// (a channel where moderation outpaces messages), the oldest go, as
+	// the Redis engine's liveNotice does.
+	if over := len(c.log) - 2*s.history; over > 0 && ev.Type != chat.EventMessage {
+		c.trimmed = c.log[over-1].Cursor
+		c.trimmed.Epoch = 0
+		c.log = append([]chat.Event(nil), c.log[over:]...)
 	}
 	close(c.wake)
 	c.wake = make(chan struct{})
@@ -206,7 +237,7 @@ func (s *Store) AppendMessage(_ context.Context, m chat.Message, once chat.Once,
 // find returns the index of the log entry at cursor, or -1.
 func (c *channel) find(cur chat.Cursor) int {
 	i := sort.Search(len(c.log), func(i int) bool { return !c.log[i].Cursor.Less(cur) })
-	if i < len(c.log) && c.log[i].Cursor == cur {
+	if i < len(c.log) && c.log[i].Cursor.At(cur) {
 		return i
 	}
 	return -1
@@ -220,7 +251,7 @@ func (s *Store) Messages(_ context.Context, name string, p chat.Page) ([]chat.Me
 	if !ok {
 		return []chat.Message{}, nil
 	}
-	lo, hi := chat.PageRange(p, c.lastID, c.trimmed)
+	lo, hi := chat.PageRange(p, c.lastID, c.trimmed.ID)
 	out := []chat.Message{}
 	if lo > hi {
 		return out, nil
@@ -283,7 +314,7 @@ func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, 
 	for {
 		s.mu.Lock()
 		c, wake := s.peek(name)
-		if !recoverable(c, after) {
+		if !s.recoverable(c, after) {
 			s.mu.Unlock()
 			return nil, chat.ErrHistoryGone
 		}
@@ -314,8 +345,14 @@ func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, 
 	}
 }
 
-func recoverable(c *channel, after chat.Cursor) bool {
-	if after.ID < c.trimmed || after.ID > c.lastID {
+// recoverable reports whether a reader after `after` missed nothing: no
+// event after it was trimmed, it lies within the log, and its epoch, if
+// any, is this store's.
+func (s *Store) recoverable(c *channel, after chat.Cursor) bool {
+	if after.Less(c.trimmed) || after.ID > c.lastID {
+		return false
+	}
+	if after.Epoch != 0 && after.Epoch != s.epoch {
 		return false
 	}
 	return !(after.ID == c.lastID && after.Seq > c.lastSeq)
@@ -326,7 +363,7 @@ func (s *Store) Recoverable(_ context.Context, name string, after chat.Cursor) (
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, _ := s.peek(name)
-	return recoverable(c, after), nil
+	return s.recoverable(c, after), nil
 }
 
 // Head implements chat.EventLog.
@@ -334,7 +371,7 @@ func (s *Store) Head(_ context.Context, name string) (chat.Cursor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, _ := s.peek(name)
-	return chat.Cursor{ID: c.lastID, Seq: c.lastSeq}, nil
+	return s.cursor(c.lastID, c.lastSeq), nil
 }
 
 // ClaimChannel implements chat.Store.

@@ -112,19 +112,21 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"address counts by its prefix, as for the rate limit (`RATE_LIMIT_IPV6_PREFIX`, /64 by default).\n\n" +
 	"**Server to client**\n\n" +
 	"| type | fields |\n|---|---|\n" +
-	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, or it left the history window): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
+	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, it left the history window, or its epoch says the store lost or reset that part of the log): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
 	"| `message` | `channel`, `cursor`, `message` {`id`, `channel`, `user`{`id`,`name`,`role`}, `text`, `created_at`, `bot`} (`bot:true` marks a command reply) |\n" +
 	"| `message_deleted` | `channel`, `cursor`, `message` (the tombstone: `deleted:true`, empty `text`) |\n" +
 	"| `user_timed_out`, `user_banned` | `channel`, `cursor`, `moderation` {`user`, `by`, `reason`, `until` (timeouts), `at`} |\n" +
 	"| `presence` | `channel`, `count`: connections in the channel over all replicas (after hello, then on change) |\n" +
-	"| `ack` | `id` (the client's), and `message` + `reply` (the bot's, if any) for a send, or `user` for an auth |\n" +
+	"| `ack` | `id` (the client's), and `message` + `reply` (the bot's, if any) for a send (`replayed:true` when an earlier send with the same `idempotency_key` answers), or `user` for an auth |\n" +
 	"| `pong` | `id` |\n" +
 	"| `error` | `id`, `code`, `status` (what `POST /messages/send` would answer), `message`, and `reason`, `retry_after_seconds`, `until`, `limit`, `details` (fields named as over REST: `body.message`) when they apply. Codes: the domain's (`invalid`, `unauthorized`, `forbidden`, `blocked`, `slow_mode`, `unavailable` = 503, nothing stored, ...), `bad_request`, `rate_limited` (per-connection limit), `internal` |\n\n" +
-	"`cursor` orders a channel's events: `\"42\"` is message 42, `\"42-1\"` the first event (deletion, timeout, ban) after it. " +
-	"Remember the last `cursor` seen and reconnect with `since=<cursor>` (a message id also works).\n\n" +
+	"`cursor` orders a channel's events: `\"42.9f2c01a4\"` is message 42, `\"42-1.5b0e77c3\"` the first event (deletion, timeout, ban) after it; " +
+	"the part after the dot is the entry's epoch, which tells it from another entry at the same place after the store lost or reset its log. " +
+	"Remember the last `cursor` seen, as written, and reconnect with `since=<cursor>` (a bare message id also works, unchecked).\n\n" +
 	"**Client to server**: `{\"type\":\"auth\",\"token\":\"...\",\"id\":1}`, `{\"type\":\"send\",\"message\":\"hi\",\"id\":2}` " +
 	"(to the connection's channel; the same rules as `POST /messages/send`: permissions, filters, commands, slow mode, per-user limit, storage; " +
-	"answered by `ack` once stored, or `error`), `{\"type\":\"ping\",\"id\":3}`. `id` is optional and echoed. " +
+	"answered by `ack` once stored, or `error`; `\"idempotency_key\":\"...\"` makes it happen once, like the HTTP `Idempotency-Key`: resend with it " +
+	"after an `unavailable` error whose `reason` is `outcome_unknown`), `{\"type\":\"ping\",\"id\":3}`. `id` is optional and echoed. " +
 	"Auth and send frames are limited per connection (5/s, burst 10).\n\n" +
 	"**Close codes**: 1000 normal; 1001 server shutting down (reconnect with `since`); 1003 binary frame; 1009 frame over 4 KiB; " +
 	"1011 internal error; 1013 store unavailable while subscribing (retry later, same `since`); " +

@@ -22,7 +22,7 @@ const WSPath = "/api/v1/ws"
 // wsInput is the query of GET /api/v1/ws.
 type wsInput struct {
 	Channel string `query:"channel" maxLength:"32" doc:"Channel to subscribe to (default general)"`
-	Since   string `query:"since" pattern:"^[0-9]+(-[0-9]+)?$" doc:"Recover every event after this cursor (\"42\" or \"42-1\"), then go live"`
+	Since   string `query:"since" pattern:"^[0-9]+(-[0-9]+)?([.][0-9a-f]{1,8})?$" doc:"Recover every event after this cursor, as the last event's cursor was written (\"42.9f2c01a4\", \"42-1.5b0e77c3\"; a bare message id \"42\" works too, unchecked), then go live. A cursor whose epoch no longer matches the log (the store lost or reset it) is answered recovered:false"`
 }
 
 // Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
@@ -90,7 +90,7 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	if in.Since != "" {
 		cur, err := chat.ParseCursor(in.Since)
 		if err != nil {
-			return apiserver.ValidationError(apiserver.FieldError{Field: "query.since", Message: "a cursor like 42 or 42-1"})
+			return apiserver.ValidationError(apiserver.FieldError{Field: "query.since", Message: "a cursor like 42, 42-1 or 42-1.9f2c01a4"})
 		}
 		since = &cur
 	}

@@ -510,18 +510,21 @@ func (s *Store) liveChannel(key string) (string, bool) {
 	return strings.CutSuffix(rest, "}:live")
 }
 
-// parseNotice reads "<previous entry id> <entry id> <event json>".
+// parseNotice reads "<previous entry> <entry> <event json>", each entry
+// as "<stream id>" or "<stream id>.<epoch>".
 func parseNotice(channel, payload string) (feed.Notice, error) {
 	prevID, rest, ok1 := strings.Cut(payload, " ")
 	id, data, ok2 := strings.Cut(rest, " ")
 	if !ok1 || !ok2 {
 		return feed.Notice{}, fmt.Errorf("live notice %q", payload)
 	}
-	prev, err := parseEntryID(prevID)
+	prevID, prevEpoch, _ := strings.Cut(prevID, ".")
+	prev, err := entryCursor(redis.XMessage{ID: prevID, Values: map[string]any{"e": prevEpoch}})
 	if err != nil {
 		return feed.Notice{}, err
 	}
-	ev, err := decode(channel, redis.XMessage{ID: id, Values: map[string]any{"d": data}})
+	id, epoch, _ := strings.Cut(id, ".")
+	ev, err := decode(channel, redis.XMessage{ID: id, Values: map[string]any{"d": data, "e": epoch}})
 	if err != nil {
 		return feed.Notice{}, err
 	}

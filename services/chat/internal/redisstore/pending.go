@@ -65,8 +65,8 @@ func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEv
 // and then forgets it.
 func (s *Store) applyPending(ctx context.Context, p pendingEvent) error {
 	err := appendPending.Run(ctx, s.rdb,
-		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key)},
-		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL).Err()
+		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key), s.ck(p.Channel, "trim"), s.ck(p.Channel, "deleted")},
+		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL, s.logCap()).Err()
 	if err != nil {
 		return fail("append moderation event", err)
 	}

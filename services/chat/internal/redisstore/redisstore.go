@@ -209,10 +209,26 @@ func parseEntryID(id string) (chat.Cursor, error) {
 	return chat.Cursor{ID: a, Seq: b}, nil
 }
 
-// decode turns a stream entry into an event: the entry id is the cursor
-// (and the message id), the "d" field the event without them.
-func decode(channel string, x redis.XMessage) (chat.Event, error) {
+// entryCursor is the cursor of a stream entry: its id, and its epoch
+// from the "e" field (none in entries written before epochs).
+func entryCursor(x redis.XMessage) (chat.Cursor, error) {
 	cur, err := parseEntryID(x.ID)
+	if err != nil {
+		return chat.Cursor{}, err
+	}
+	if e, ok := x.Values["e"].(string); ok {
+		if cur.Epoch, err = chat.ParseEpoch(e); err != nil {
+			return chat.Cursor{}, fmt.Errorf("stream entry %s: %w", x.ID, err)
+		}
+	}
+	return cur, nil
+}
+
+// decode turns a stream entry into an event: the entry id and epoch are
+// the cursor (and the id the message id), the "d" field the event without
+// them.
+func decode(channel string, x redis.XMessage) (chat.Event, error) {
+	cur, err := entryCursor(x)
 	if err != nil {
 		return chat.Event{}, err
 	}
@@ -307,10 +323,23 @@ func (s *Store) bounds(ctx context.Context, channel string) (last, trimmed int64
 		last, _ = strconv.ParseInt(v, 10, 64)
 	}
 	if v, ok := vals[1].(string); ok {
-		trimmed, _ = strconv.ParseInt(v, 10, 64)
+		trimmed = parseMark(v).ID
 	}
 	return last, trimmed, nil
 }
+
+// parseMark reads a trim mark: the last entry removed from the log, "<id>"
+// for a message (as appendMessage writes it) or "<id>-<seq>" (liveNotice).
+// A reader whose cursor is before it has missed something; the zero mark
+// is none.
+func parseMark(v string) chat.Cursor {
+	c, _ := chat.ParseCursor(v)
+	return c
+}
+
+// logCap bounds a channel's log in entries (liveNotice): twice the
+// history, so the events among the last History messages always fit.
+func (s *Store) logCap() int { return 2 * s.history }
 
 // Messages implements chat.Store.
 func (s *Store) Messages(ctx context.Context, channel string, p chat.Page) ([]chat.Message, error) {
@@ -379,8 +408,8 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 		return chat.Message{}, fmt.Errorf("encode tombstone: %w", err)
 	}
 	res, err := deleteMessage.Run(ctx, s.rdb,
-		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted")},
-		id, at.UnixMilli(), data, s.ck(channel, "live")).Int64()
+		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted"), s.ck(channel, "trim")},
+		id, at.UnixMilli(), data, s.ck(channel, "live"), s.logCap()).Int64()
 	if err != nil {
 		return chat.Message{}, failWrite("delete message", err)
 	}
@@ -403,19 +432,20 @@ func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Curso
 	}
 	log := s.ck(channel, "log")
 	var xr *redis.XMessageSliceCmd
-	var seq, trim *redis.StringCmd
+	var pos position
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		xr = p.XRangeN(ctx, log, "("+cursorID(after), "+", int64(limit))
-		seq = p.Get(ctx, s.ck(channel, "seq"))
-		trim = p.Get(ctx, s.ck(channel, "trim"))
+		pos = s.readPosition(ctx, p, channel, after)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) || xr.Err() != nil {
 		return nil, fail("read events", errors.Join(err, xr.Err()))
 	}
-	last, _ := strconv.ParseInt(seq.Val(), 10, 64)
-	trimmed, _ := strconv.ParseInt(trim.Val(), 10, 64)
-	if after.ID < trimmed || after.ID > last {
+	ok, err := pos.recoverable(after)
+	if err != nil {
+		return nil, fail("read events", err)
+	}
+	if !ok {
 		return nil, chat.ErrHistoryGone
 	}
 	xs := xr.Val()
@@ -428,11 +458,11 @@ func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Curso
 			xs = streams[0].Messages
 		}
 		if len(xs) > 0 {
-			trimmed, err := s.rdb.Get(ctx, s.ck(channel, "trim")).Int64()
+			mark, err := s.rdb.Get(ctx, s.ck(channel, "trim")).Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return nil, fail("read events", err)
 			}
-			if after.ID < trimmed {
+			if after.Less(parseMark(mark)) {
 				return nil, chat.ErrHistoryGone
 			}
 		}
@@ -450,11 +480,83 @@ func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Curso
 
 // Recoverable implements chat.EventLog.
 func (s *Store) Recoverable(ctx context.Context, channel string, after chat.Cursor) (bool, error) {
-	last, trimmed, err := s.bounds(ctx, channel)
+	var pos position
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		pos = s.readPosition(ctx, p, channel, after)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fail("read position", err)
+	}
+	ok, err := pos.recoverable(after)
+	if err != nil {
+		return false, fail("read position", err)
+	}
+	return ok, nil
+}
+
+// position is what tells whether a reader after a cursor missed nothing:
+// the last message id, the trim mark, the log's last entry and, for a
+// cursor with an epoch, the entry at the cursor. Read in one transaction
+// with the events.
+type position struct {
+	seq, trim *redis.StringCmd
+	head, at  *redis.XMessageSliceCmd
+}
+
+// readPosition queues position's reads on p.
+func (s *Store) readPosition(ctx context.Context, p redis.Pipeliner, channel string, after chat.Cursor) position {
+	log := s.ck(channel, "log")
+	pos := position{
+		seq:  p.Get(ctx, s.ck(channel, "seq")),
+		trim: p.Get(ctx, s.ck(channel, "trim")),
+		head: p.XRevRangeN(ctx, log, "+", "-", 1),
+	}
+	if after.Epoch != 0 {
+		pos.at = p.XRange(ctx, log, cursorID(after), cursorID(after))
+	}
+	return pos
+}
+
+// recoverable judges after against the position: false when an event
+// after it has been trimmed, when it lies past the log's last entry (the
+// store was reset, or the client made it up), or when the entry it names
+// has another epoch or is gone (the log lost its tail and handed the ids
+// out again). The entry of a cursor right at the trim mark has just been
+// trimmed: nothing after it is missing, so it passes without its epoch.
+func (pos position) recoverable(after chat.Cursor) (bool, error) {
+	for _, c := range []*redis.XMessageSliceCmd{pos.head, pos.at} {
+		if c != nil && c.Err() != nil {
+			return false, c.Err()
+		}
+	}
+	last, _ := strconv.ParseInt(pos.seq.Val(), 10, 64)
+	mark := parseMark(pos.trim.Val())
+	if after.Less(mark) || after.ID > last {
+		return false, nil
+	}
+	head := chat.Cursor{ID: last}
+	if xs := pos.head.Val(); len(xs) > 0 {
+		var err error
+		if head, err = entryCursor(xs[0]); err != nil {
+			return false, err
+		}
+	}
+	if head.Less(after) {
+		return false, nil
+	}
+	if pos.at == nil {
+		return true, nil
+	}
+	xs := pos.at.Val()
+	if len(xs) == 0 {
+		return after.At(mark), nil
+	}
+	at, err := entryCursor(xs[0])
 	if err != nil {
 		return false, err
 	}
-	return after.ID >= trimmed && after.ID <= last, nil
+	return at.Epoch == 0 || at.Epoch == after.Epoch, nil
 }
 
 // Head implements chat.EventLog.
@@ -467,7 +569,7 @@ func (s *Store) Head(ctx context.Context, channel string) (chat.Cursor, error) {
 		last, _, err := s.bounds(ctx, channel)
 		return chat.Cursor{ID: last}, err
 	}
-	return parseEntryID(xs[0].ID)
+	return entryCursor(xs[0])
 }
 
 // ---- channels ----
@@ -671,7 +773,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	// the event as pending beside the user (one atomic step), and it is
 	// appended to the channel next, once (see pending.go).
 	keys := []string{s.userKey(id)}
-	args := []any{string(ifRole), "", "", "", s.revokedKey()}
+	args := []any{string(ifRole), "", "", "", s.revokedKey(), 0}
 	var pend pendingEvent
 	switch {
 	case ev != nil && s.cluster:
@@ -680,10 +782,10 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 			return chat.User{}, err
 		}
 		keys = append(keys, s.uk("pending"))
-		args = []any{string(ifRole), string(ev.Type), pend.encoded, pend.key, s.revokedKey()}
+		args = []any{string(ifRole), string(ev.Type), pend.encoded, pend.key, s.revokedKey(), 0}
 	case ev != nil:
-		keys = append(keys, s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq"))
-		args = []any{string(ifRole), string(ev.Type), evData, s.ck(ev.Channel, "live"), s.revokedKey()}
+		keys = append(keys, s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq"), s.ck(ev.Channel, "trim"), s.ck(ev.Channel, "deleted"))
+		args = []any{string(ifRole), string(ev.Type), evData, s.ck(ev.Channel, "live"), s.revokedKey(), s.logCap()}
 	}
 	res, err := updateUser.Run(ctx, s.rdb, keys, append(args, fields...)...).StringSlice()
 	if err != nil {

@@ -24,6 +24,7 @@ import "github.com/redis/go-redis/v9"
 // record ms, then one duration ms per gate. Returns {id, 0}, {0, wait ms}
 // when a gate is closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
+local logk, edata = KEYS[2], ARGV[2]
 local part = ARGV[5]
 local first, darg, now = 5, 8, tonumber(ARGV[4])
 local rec
@@ -34,13 +35,11 @@ end
 ` + passGates + `
 if wait > 0 then return {0, wait} end
 local id = redis.call('INCR', KEYS[1])
-local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-local prev = '0-0'
-if #top > 0 then prev = top[1][1] end
-redis.call('XADD', KEYS[2], id .. '-0', 't', 'message', 'd', ARGV[2])
+` + entryEpoch + `
+redis.call('XADD', KEYS[2], id .. '-0', 't', 'message', 'd', ARGV[2], 'e', epoch)
 local cut = id - tonumber(ARGV[1])
 if cut > 0 then
-  local old = tonumber(redis.call('GET', KEYS[3]) or '0')
+  local old = tonumber(string.match(redis.call('GET', KEYS[3]) or '0', '^%d+'))
   if cut > old then
     redis.call('XTRIM', KEYS[2], 'MINID', cut .. '-1')
     redis.call('SET', KEYS[3], cut)
@@ -53,23 +52,60 @@ if rec then
   if ARGV[6] ~= '' then redis.call('HSET', rec, 'f', ARGV[6]) end
   redis.call('PEXPIRE', rec, ARGV[7])
 end
-redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0 ' .. ARGV[2])
+redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0.' .. epoch .. ' ' .. ARGV[2])
 return {id, 0}
 `)
 
-// liveNotice is the Lua that appends an event after the channel's last
-// message ("<last>-*" lets Redis pick the next sequence number) and
-// announces it on the live shard channel (SPUBLISH) as "<previous entry id> <entry id>
-// <event json>": a replica that delivered up to the previous entry applies
-// the event at once, any other reads the stream. Expects locals logk, seqk
-// (the channel's keys), etype, edata and live.
-const liveNotice = `
+// entryEpoch is the Lua that finds the log's last entry, prev ("<entry
+// id>.<epoch>", or "0-0" for an empty log), and the epoch of the entry
+// about to follow it (see chat.Cursor): the first 8 hex digits of the
+// SHA-1 of its event json and prev. Another event after the same entry, or
+// the same event after another history, has another epoch, so a log that
+// lost its tail or restarted empty and hands the same ids out again is
+// told apart by any reader that remembers an epoch. Expects locals logk
+// and edata; leaves prev and epoch.
+const entryEpoch = `
 local top = redis.call('XREVRANGE', logk, '+', '-', 'COUNT', 1)
 local prev = '0-0'
-if #top > 0 then prev = top[1][1] end
+if #top > 0 then
+  prev = top[1][1]
+  local f = top[1][2]
+  for i = 1, #f - 1, 2 do
+    if f[i] == 'e' then prev = prev .. '.' .. f[i + 1] end
+  end
+end
+local epoch = string.sub(redis.sha1hex(edata .. prev), 1, 8)
+`
+
+// liveNotice is the Lua that appends an event after the channel's last
+// message ("<last>-*" lets Redis pick the next sequence number) and
+// announces it on the live shard channel (SPUBLISH) as "<previous entry>
+// <entry> <event json>", each entry as "<id>.<epoch>": a replica that
+// delivered up to the previous entry applies the event at once, any other
+// reads the stream.
+// Messages trim the log (appendMessage), events alone never would: a
+// channel where moderation outpaces messages, or that has events only,
+// would grow without end. So past cap entries the oldest go, messages
+// included, and the trim mark becomes the last entry removed ("<id>-<seq>";
+// a reader before it has missed something), with the tombstones of the
+// messages removed.
+// Expects locals logk, seqk, trimk, delk (the channel's keys), etype,
+// edata, live and cap (0: no bound).
+const liveNotice = entryEpoch + `
 local last = redis.call('GET', seqk) or '0'
-local eid = redis.call('XADD', logk, last .. '-*', 't', etype, 'd', edata)
-redis.call('SPUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
+local eid = redis.call('XADD', logk, last .. '-*', 't', etype, 'd', edata, 'e', epoch)
+redis.call('SPUBLISH', live, prev .. ' ' .. eid .. '.' .. epoch .. ' ' .. edata)
+local over = 0
+if tonumber(cap) > 0 then over = redis.call('XLEN', logk) - tonumber(cap) end
+if over > 0 then
+  local gone = redis.call('XRANGE', logk, '-', '+', 'COUNT', over)
+  local mark = gone[#gone][1]
+  local mid, mseq = string.match(mark, '^(%d+)-(%d+)$')
+  redis.call('XTRIM', logk, 'MINID', mid .. '-' .. (tonumber(mseq) + 1))
+  local old = tonumber(string.match(redis.call('GET', trimk) or '0', '^%d+'))
+  redis.call('SET', trimk, mark)
+  for i = math.max(old + 1, tonumber(mid) - 1000), tonumber(mid) do redis.call('HDEL', delk, tostring(i)) end
+end
 `
 
 // appendPending appends a moderation event that a cluster's UpdateUser
@@ -77,11 +113,12 @@ redis.call('SPUBLISH', live, prev .. ' ' .. eid .. ' ' .. edata)
 // channel's slot, records that this pending entry was appended. The marker
 // is written after the append, which writes nothing if it fails, so a
 // failed attempt leaves no trace and the next one starts clean.
-// KEYS: log, seq, marker. ARGV: event type, event json, live channel,
-// marker lifetime (seconds). Returns 1 appended, 0 appended before.
+// KEYS: log, seq, marker, trim, deleted. ARGV: event type, event json,
+// live channel, marker lifetime (seconds), log cap. Returns 1 appended, 0
+// appended before.
 var appendPending = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local logk, seqk, etype, edata, live = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 ` + liveNotice + `
 redis.call('SET', KEYS[3], '1', 'EX', ARGV[4])
 return 1
@@ -89,13 +126,13 @@ return 1
 
 // deleteMessage marks a message deleted once and appends the
 // message_deleted event after the channel's last message.
-// KEYS: log, seq, deleted. ARGV: id, deleted_at ms, event json, live channel.
-// Returns 0 not found, 1 deleted, 2 already deleted.
+// KEYS: log, seq, deleted, trim. ARGV: id, deleted_at ms, event json, live
+// channel, log cap. Returns 0 not found, 1 deleted, 2 already deleted.
 var deleteMessage = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', ARGV[1] .. '-0')
 if #e == 0 then return 0 end
 if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then return 2 end
-local logk, seqk, etype, edata, live = KEYS[1], KEYS[2], 'message_deleted', ARGV[3], ARGV[4]
+local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[3], 'message_deleted', ARGV[3], ARGV[4], ARGV[5]
 ` + liveNotice + `
 return 1
 `)
@@ -118,7 +155,8 @@ return ''
 
 // updateUser changes fields only if the user still holds the expected role
 // and, with an event, records it in the same step. On one server (KEYS:
-// user, log, seq) the event is appended to the channel's log right here.
+// user, log, seq, trim, deleted) the event is appended to the channel's
+// log right here.
 // On a cluster the channel lives in another slot, so the script stores the
 // event in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
 // then the pending entry and ARGV[4] its key), in the same slot as the user:
@@ -128,13 +166,13 @@ return ''
 // A ban is announced on the revocation channel, so every replica closes
 // the user's sockets.
 // ARGV: role, event type (empty for none), event json, live channel,
-// revocation channel, then field/value pairs. Returns the user's fields,
-// or an error status.
+// revocation channel, log cap, then field/value pairs. Returns the user's
+// fields, or an error status.
 var updateUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
 local fields = {}
-for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 for i = 1, #fields - 1, 2 do
   if fields[i] == 'banned' and fields[i + 1] == 'true' then
@@ -144,7 +182,7 @@ end
 if ARGV[2] ~= '' and #KEYS == 2 then
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[3])
 elseif ARGV[2] ~= '' then
-  local logk, seqk, etype, edata, live = KEYS[2], KEYS[3], ARGV[2], ARGV[3], ARGV[4]
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
 ` + liveNotice + `
 end
 return redis.call('HGETALL', KEYS[1])
