@@ -215,7 +215,7 @@ start_chat() {
 wait_ready() {
 	local port deadline=$((SECONDS + 90))
 	for port in "${ports[@]}"; do
-		until curl -fsS -o /dev/null "http://127.0.0.1:$port/readyz"; do
+		until curl -fs -o /dev/null "http://127.0.0.1:$port/readyz"; do
 			[ "$SECONDS" -lt "$deadline" ] || die "the chat replica on port $port is not ready after 90s"
 			sleep 0.5
 		done

@@ -385,7 +385,7 @@ func progress(msgs []sent) string {
 			pending++
 		}
 	}
-	return fmt.Sprintf("%d messages, %d acknowledged, %d tries, %d not settled", len(msgs), acked, tries, pending)
+	return fmt.Sprintf("%d messages, %d acknowledged, %d tries, %d in flight or given up", len(msgs), acked, tries, pending)
 }
 
 // shell runs a fault's command with $FAULT_CHANNELS set to the test's channels (space

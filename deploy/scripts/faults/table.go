@@ -44,11 +44,8 @@ func writeTable(w io.Writer, vs []verdict) {
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, v := range vs {
 		verdict := "ok"
-		if len(v.Problems) > 0 {
-			verdict = "**FAIL**: " + strings.ReplaceAll(strings.Join(v.Problems, "; "), "|", "\\|")
-			if len(verdict) > 400 {
-				verdict = verdict[:400] + "..."
-			}
+		if len(v.Failed) > 0 {
+			verdict = "**FAIL**: " + strings.Join(v.Failed, ", ")
 		}
 		fmt.Fprintf(w, "| %s | %d / %d | %d | %d | %d | %d (%d) | %d | %d | %d | %.1f s | %s | %s | %.1f s | %s |\n",
 			v.Fault, v.Acked, v.Attempts, v.Lost, v.Duplicates, v.UnknownOutcome,

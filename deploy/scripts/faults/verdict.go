@@ -53,10 +53,15 @@ type verdict struct {
 	LongestNoAck    float64 `json:"longest_without_ack_seconds"` // the longest time no send was acknowledged
 	Outcomes        string  `json:"outcomes"`                    // every try's outcome, counted
 
-	Problems []string `json:"problems,omitempty"`
+	Failed   []string `json:"failed,omitempty"`   // the checks that failed, by short name
+	Problems []string `json:"problems,omitempty"` // what each failure was, in words
 }
 
-func (v *verdict) fail(format string, args ...any) {
+// fail records a failed check: its short name (for the table) and what was wrong.
+func (v *verdict) fail(check, format string, args ...any) {
+	if !slices.Contains(v.Failed, check) {
+		v.Failed = append(v.Failed, check)
+	}
 	v.Problems = append(v.Problems, fmt.Sprintf(format, args...))
 }
 
@@ -121,7 +126,7 @@ func judgeSends(v *verdict, msgs []sent, logs map[string][]message) {
 				v.StoredUnacked++
 			}
 			last := m.attempts[len(m.attempts)-1]
-			v.fail("send %q refused: %s %s", m.text, last.outcome, last.detail)
+			v.fail("refused", "send %q refused: %s %s", m.text, last.outcome, last.detail)
 		}
 	}
 	for text := range stored {
@@ -131,16 +136,16 @@ func judgeSends(v *verdict, msgs []sent, logs map[string][]message) {
 	}
 	v.Outcomes = countList(outcomes)
 	if v.Lost > 0 {
-		v.fail("%d acknowledged sends lost: %s", v.Lost, firstFew(lost))
+		v.fail("lost", "%d acknowledged sends lost: %s", v.Lost, firstFew(lost))
 	}
 	if v.Duplicates > 0 {
-		v.fail("%d messages stored twice or more: %s", v.Duplicates, firstFew(dups))
+		v.fail("stored twice", "%d messages stored twice or more: %s", v.Duplicates, firstFew(dups))
 	}
 	if v.Unsettled > 0 {
-		v.fail("%d sends neither acknowledged nor refused by the end of the test", v.Unsettled)
+		v.fail("unsettled", "%d sends neither acknowledged nor refused by the end of the test", v.Unsettled)
 	}
 	if v.Foreign > 0 {
-		v.fail("%d texts in the log that this run never sent", v.Foreign)
+		v.fail("foreign", "%d texts in the log that this run never sent", v.Foreign)
 	}
 }
 
@@ -195,10 +200,10 @@ func judgeSubscribers(v *verdict, subs []subscriberReport, logs map[string][]mes
 		}
 	}
 	if len(problems) > 0 {
-		v.fail("%d of %d subscribers did not get their channel's log exactly once, in order: %s", len(problems), len(subs), firstFew(problems))
+		v.fail("subscribers", "%d of %d subscribers did not get their channel's log exactly once, in order: %s", len(problems), len(subs), firstFew(problems))
 	}
 	if v.NotRecovered > 0 {
-		v.fail("%d reconnections with since= answered recovered:false", v.NotRecovered)
+		v.fail("recovered:false", "%d reconnections with since= answered recovered:false", v.NotRecovered)
 	}
 }
 
@@ -229,13 +234,13 @@ func judgeRecovery(v *verdict, msgs []sent, replicas int, faultStart, faultEnd t
 	}
 	if earliest.IsZero() {
 		v.RecoverySeconds, v.AllSeconds = -1, -1
-		v.fail("no send was acknowledged after the fault ended")
+		v.fail("recovery", "no send was acknowledged after the fault ended")
 	} else {
 		v.RecoverySeconds = earliest.Sub(faultEnd).Seconds()
 		v.AllSeconds = latest.Sub(faultEnd).Seconds()
 		if len(first) < replicas {
 			v.AllSeconds = -1
-			v.fail("only %d of %d replicas acknowledged a send after the fault ended", len(first), replicas)
+			v.fail("recovery", "only %d of %d replicas acknowledged a send after the fault ended", len(first), replicas)
 		}
 	}
 	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
