@@ -139,8 +139,9 @@ cleanup() {
 		log "FAILED: container state and logs"
 		docker ps -a --filter "label=$label" --format '{{.Names}}\t{{.Status}}' || true
 		for id in $(docker ps -aq --filter "label=$label" --filter "label=apistack.role=chat"); do
-			echo "--- $(docker inspect -f '{{.Name}}' "$id") (last 30 lines)"
-			docker logs --tail 30 "$id" 2>&1 || true
+			# Access lines (one per request) would bury what went wrong.
+			echo "--- $(docker inspect -f '{{.Name}}' "$id"): the last 30 lines that are not access lines"
+			docker logs "$id" 2>&1 | grep -vF '"msg":"request"' | tail -n 30 || true
 		done
 		if [ "${FAULT_TEST_KEEP:-0}" = 1 ]; then
 			echo "FAULT_TEST_KEEP=1: containers left running; remove them with:"
