@@ -202,7 +202,7 @@ replicas="http://127.0.0.1:${ports[0]},http://127.0.0.1:${ports[1]}"
 # (read-only, no capabilities), with limits raised for the load of one client address.
 start_chat() {
 	local name=$FT_PREFIX-$1
-	docker create --name "$name" --hostname "$1" --label "$label" --label apistack.role=chat \
+	docker create --pull never --name "$name" --hostname "$1" --label "$label" --label apistack.role=chat \
 		--network "$front" -p "127.0.0.1:$2:3000" \
 		--read-only --cap-drop ALL --security-opt no-new-privileges:true \
 		-e NODE_ENV=production -e HOST=0.0.0.0 -e PORT=3000 -e LOG_LEVEL=info \
@@ -239,7 +239,7 @@ wants() { [[ " $faults " == *" $1 "* ]]; }
 redis=$FT_PREFIX-redis
 if wants pause || wants cut || wants restart || wants kill; then
 	log "Redis ($REDIS_IMAGE, append-only file, fsync always) and two chat replicas"
-	docker run -d --name "$redis" --label "$label" --network "$back" --network-alias redis \
+	docker run -d --pull never --name "$redis" --label "$label" --network "$back" --network-alias redis \
 		"$REDIS_IMAGE" redis-server --appendonly yes --appendfsync always --protected-mode no --dir /data >/dev/null
 	start_chat chat1 "${ports[0]}" redis://redis:6379/0
 	start_chat chat2 "${ports[1]}" redis://redis:6379/0
@@ -260,12 +260,16 @@ fi
 
 if wants failover; then
 	log "Redis Cluster: 3 primaries, 1 replica each (node timeout 3 s); two chat replicas on it"
+	# Started together: each docker run takes seconds here.
+	pids=()
 	for node in $FT_CLUSTER_NODES; do
-		docker run -d --name "$FT_PREFIX-$node" --label "$label" --network "$back" --network-alias "$node" \
+		docker run -d --pull never --name "$FT_PREFIX-$node" --label "$label" --network "$back" --network-alias "$node" \
 			"$REDIS_IMAGE" redis-server --cluster-enabled yes --cluster-node-timeout 3000 \
 			--cluster-announce-hostname "$node" --cluster-preferred-endpoint-type hostname \
-			--appendonly yes --appendfsync always --protected-mode no --dir /data >/dev/null
+			--appendonly yes --appendfsync always --protected-mode no --dir /data >/dev/null &
+		pids+=($!)
 	done
+	for pid in "${pids[@]}"; do wait "$pid" || die "a cluster node did not start"; done
 	addrs=()
 	for node in $FT_CLUSTER_NODES; do
 		until docker exec "$FT_PREFIX-$node" redis-cli ping >/dev/null 2>&1; do sleep 0.2; done
