@@ -35,42 +35,45 @@ func newSubscriber(a *api, channel string, replica int) *subscriber {
 	return &subscriber{api: a, channel: channel, replica: replica, ready: make(chan struct{})}
 }
 
-// run connects and reconnects until ctx ends.
+// run connects and reconnects until ctx ends. A socket that dropped after a while is
+// replaced at once; failed dials and sockets that end right away (1013 while Redis is
+// out) back off, doubling from 0.25 s to 2 s, so an outage does not become a busy loop.
 func (s *subscriber) run(ctx context.Context) {
-	backoff := 250 * time.Millisecond
+	const firstBackoff, maxBackoff, healthy = 250 * time.Millisecond, 2 * time.Second, 2 * time.Second
+	backoff := firstBackoff
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		since := s.cursor
 		s.mu.Unlock()
+		opened := time.Now()
 		conn, err := s.dial(ctx, since)
-		if err != nil {
+		if err == nil {
+			reason := s.read(ctx, conn, since != "")
+			_ = conn.CloseNow()
 			if ctx.Err() != nil {
 				return
 			}
 			s.mu.Lock()
+			s.drops = append(s.drops, reason)
+			s.mu.Unlock()
+		} else if ctx.Err() == nil {
+			s.mu.Lock()
 			s.dialErrors++
 			s.lastDialErr = err.Error()
 			s.mu.Unlock()
-			s.replica = (s.replica + 1) % len(s.api.replicas)
-			select {
-			case <-time.After(backoff/2 + rand.N(backoff/2+1)):
-			case <-ctx.Done():
-				return
-			}
-			backoff = min(2*backoff, 2*time.Second)
-			continue
 		}
-		backoff = 250 * time.Millisecond
-		reason := s.read(ctx, conn, since != "")
-		_ = conn.CloseNow()
-		if ctx.Err() != nil {
-			return
-		}
-		s.mu.Lock()
-		s.drops = append(s.drops, reason)
-		s.mu.Unlock()
 		// A real client behind a load balancer lands on any replica: take the next one.
 		s.replica = (s.replica + 1) % len(s.api.replicas)
+		if err == nil && time.Since(opened) > healthy {
+			backoff = firstBackoff
+			continue
+		}
+		select {
+		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
 
