@@ -27,7 +27,7 @@
 # Environment:
 #   FAULT_TEST_FAULTS   the faults to run, in order (default: pause cut restart kill failover)
 #   FAULT_TEST_REPORT   also write the Markdown table to this file
-#   FAULT_TEST_KEEP=1   leave the containers running after a failure, for a look
+#   FAULT_TEST_KEEP=1   stop at the first failure and leave its containers running, for a look
 #   FAULT_TEST_BUILD=0  use $CHAT_IMAGE as it is instead of building it
 #   CHAT_IMAGE          the chat image to build and run (default apistack/chat:e2e, as the
 #                       compose test: its build is then a cache hit)
@@ -131,18 +131,27 @@ env_image() {
 }
 REDIS_IMAGE=$(env_image REDIS_IMAGE redis:7-bookworm)
 
+# dump_logs prints the state of this run's containers and the chat replicas' last log
+# lines, leaving out the access lines (one per request), which would bury what went wrong.
+dump_logs() {
+	docker ps -a --filter "label=$label" --format '{{.Names}}\t{{.Status}}' || true
+	for id in $(docker ps -aq --filter "label=$label" --filter "label=apistack.role=chat"); do
+		echo "--- $(docker inspect -f '{{.Name}}' "$id"): the last 30 lines that are not access lines"
+		docker logs "$id" 2>&1 | grep -vF '"msg":"request"' | tail -n 30 || true
+	done
+}
+
 status=1
 failed=()
 cleanup() {
 	local ids=()
 	if [ "$status" != 0 ]; then
-		log "FAILED: container state and logs"
-		docker ps -a --filter "label=$label" --format '{{.Names}}\t{{.Status}}' || true
-		for id in $(docker ps -aq --filter "label=$label" --filter "label=apistack.role=chat"); do
-			# Access lines (one per request) would bury what went wrong.
-			echo "--- $(docker inspect -f '{{.Name}}' "$id"): the last 30 lines that are not access lines"
-			docker logs "$id" 2>&1 | grep -vF '"msg":"request"' | tail -n 30 || true
-		done
+		# A failed fault printed its containers' logs when it failed; a failed setup step
+		# did not.
+		if [ ${#failed[@]} = 0 ]; then
+			log "FAILED: container state and logs"
+			dump_logs
+		fi
 		if [ "${FAULT_TEST_KEEP:-0}" = 1 ]; then
 			echo "FAULT_TEST_KEEP=1: containers left running; remove them with:"
 			echo "  docker rm -fv \$(docker ps -aq --filter label=$label); docker network rm $front $back"
@@ -232,6 +241,11 @@ fault() {
 		return 0
 	fi
 	failed+=("$name")
+	log "fault $name FAILED: container state and logs"
+	dump_logs
+	if [ "${FAULT_TEST_KEEP:-0}" = 1 ]; then
+		die "fault $name failed; FAULT_TEST_KEEP=1: stopping here, with its containers up"
+	fi
 }
 
 wants() { [[ " $faults " == *" $1 "* ]]; }
@@ -297,7 +311,7 @@ fi
 log "results"
 "$workdir/faults" table "$report" | tee "${FAULT_TEST_REPORT:-/dev/null}"
 if [ ${#failed[@]} -gt 0 ]; then
-	die "failed: ${failed[*]} (the FAIL lines above say what)"
+	die "failed: ${failed[*]} (each one's output above says what)"
 fi
 status=0
 log "fault test passed in ${SECONDS}s"
