@@ -16,8 +16,8 @@
 # For each one the driver checks: no acknowledged send lost, no text stored twice, every
 # subscriber got its channel's log once and in order, and every replica acknowledges sends
 # again; it prints the figures, and the script ends with them as a Markdown table
-# (docs/faults.md). Every fault runs even when an earlier one failed; the exit status is 1
-# if any did.
+# (docs/faults.md). Every fault runs even when an earlier one failed (unless
+# FAULT_TEST_KEEP=1); the exit status is 1 if any did.
 #
 # Networks: "front" (the chat replicas, each port published on 127.0.0.1 for the driver)
 # and "back" (internal: Redis and the chat replicas). Names carry a random run id, and
