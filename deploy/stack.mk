@@ -1,5 +1,6 @@
 # The stack's targets: images, the compose end-to-end test, the fault test across
-# containers, the Kubernetes check and the workflow lint. Included by the top-level Makefile (include deploy/stack.mk).
+# containers, the Kubernetes check and the workflow lint. Included by the top-level
+# Makefile (include deploy/stack.mk).
 
 ACTIONLINT_VERSION ?= v1.7.12
 GOBIN_DIR := $(shell go env GOPATH)/bin
