@@ -1,6 +1,6 @@
 # The index of everything a developer does here: `make help` lists it.
 SHELL := /bin/bash
-MODULES := libs/apiserver services/geoip services/chat bench deploy/scripts/e2e
+MODULES := libs/apiserver services/geoip services/chat bench deploy/scripts/e2e deploy/scripts/faults
 GO ?= go
 GOFLAGS_TEST ?= -race -count=1
 BIN := bin

@@ -1,10 +1,11 @@
-# The stack's targets: images, the compose end-to-end test, the Kubernetes check and the
-# workflow lint. Included by the top-level Makefile (include deploy/stack.mk).
+# The stack's targets: images, the compose end-to-end test, the fault test across
+# containers, the Kubernetes check and the workflow lint. Included by the top-level
+# Makefile (include deploy/stack.mk).
 
 ACTIONLINT_VERSION ?= v1.7.12
 GOBIN_DIR := $(shell go env GOPATH)/bin
 
-.PHONY: images-local compose-config compose-test k8s-check actionlint
+.PHONY: images-local compose-config compose-test fault-test k8s-check actionlint
 
 images-local: ## Build the local base images from Debian packages (no registry needed) and select them in .env (installs debootstrap; sudo when not root)
 	deploy/scripts/build-local-images.sh
@@ -15,6 +16,9 @@ compose-config: ## Check docker-compose.yml with the compose tool at hand
 
 compose-test: ## Bring the compose stack up with local images, test it end to end, take it down
 	deploy/scripts/compose-test.sh
+
+fault-test: ## Chat and Redis containers on private networks under send and live load: Redis paused, a replica cut off Redis, Redis restarted, a replica killed, a Cluster primary failed over (docs/faults.md)
+	deploy/scripts/fault-test.sh
 
 k8s-check: ## Render deploy/k8s (base, production) with kustomize and check every object
 	cd deploy/k8s/check && GOWORK=off go test -count=1 ./...
