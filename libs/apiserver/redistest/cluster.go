@@ -350,6 +350,54 @@ func (c *Cluster) Failover(tb testing.TB, primary *Server) *Server {
 	}
 }
 
+// KillPrimary stops primary's process (as a crash would: its connections
+// drop, its port refuses) and waits until the cluster has promoted one of
+// its replicas, which takes the cluster node timeout (5 s) and an
+// election: every running node's slot map names the new primary and says
+// cluster_state:ok. It returns the new primary.
+func (c *Cluster) KillPrimary(tb testing.TB, primary *Server) *Server {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := redis.NewClient(&redis.Options{Addr: primary.Addr()})
+	id, err := p.ClusterMyID(ctx).Result()
+	_ = p.Close()
+	if err != nil {
+		tb.Fatalf("redistest: CLUSTER MYID on %s: %v", primary.Addr(), err)
+	}
+	var replicas []*Server
+	for _, s := range c.Nodes {
+		if s == primary || !s.running() {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		nodes, err := cl.ClusterNodes(ctx).Result()
+		_ = cl.Close()
+		if err == nil && myselfReplicates(nodes, id) {
+			replicas = append(replicas, s)
+		}
+	}
+	if len(replicas) == 0 {
+		tb.Fatalf("redistest: %s has no running replica to take its place", primary.Addr())
+	}
+	primary.Stop()
+	for {
+		for _, s := range replicas {
+			cl := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			newID, err := cl.ClusterMyID(ctx).Result()
+			r, _, err2 := role(ctx, cl)
+			_ = cl.Close()
+			if err == nil && err2 == nil && r == "master" && c.everyNodeSees(ctx, newID) {
+				return s
+			}
+		}
+		if ctx.Err() != nil {
+			tb.Fatalf("redistest: no replica of %s was promoted", primary.Addr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // myselfReplicates reports whether the CLUSTER NODES reply is of a
 // replica of the node primaryID.
 func myselfReplicates(nodes, primaryID string) bool {

@@ -111,3 +111,32 @@ func addrs(ss []*redistest.Server) []string {
 	}
 	return out
 }
+
+// TestClusterKillPrimaryPromotesItsReplica: a stopped primary is replaced
+// by its replica, which serves its keys.
+func TestClusterKillPrimaryPromotesItsReplica(t *testing.T) {
+	c := redistest.StartClusterWithReplicas(t, 3, 1)
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer rdb.Close()
+	for i := 0; i < 30; i++ {
+		if err := rdb.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// WAIT: the replicas have every write before their primary dies.
+	_ = rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.Do(ctx, "WAIT", 1, 5000).Err()
+	})
+	old := c.Primaries(t)[0]
+	promoted := c.KillPrimary(t, old)
+	if now := c.Primaries(t); len(now) != 3 || slices.Contains(now, old) || !slices.Contains(now, promoted) {
+		t.Fatalf("after %s died the primaries are %v", old.Addr(), addrs(now))
+	}
+	rdb.ReloadState(ctx)
+	for i := 0; i < 30; i++ {
+		if v, err := rdb.Get(ctx, fmt.Sprint("k", i)).Int(); err != nil || v != i {
+			t.Fatalf("k%d after the failover = %d, %v", i, v, err)
+		}
+	}
+}
