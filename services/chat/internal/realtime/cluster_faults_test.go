@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime"
@@ -20,7 +22,8 @@ import (
 // replicas. (a) The 100 sockets open together, and every one receives
 // every message of its channel; (b) after CLIENT KILL TYPE pubsub on every
 // node, every socket keeps receiving, and so do sockets on a new channel;
-// (c) after a primary fails over to its replica, the same. In the end each
+// (c) after a primary fails over to its replica, the same; (d) and after a
+// primary dies and its replica is promoted. In the end each
 // socket's messages are exactly its channel's stored log after its
 // hello's last_id: nothing lost, repeated or out of order. No command of
 // the feeds is refused as CROSSSLOT (one SSUBSCRIBE per slot).
@@ -62,6 +65,18 @@ func TestClusterDeliverySurvivesPubSubFaults(t *testing.T) {
 	c.Failover(t, primary)
 	everySocketReceivesNewMessages(t, load, subs, "the failover of "+primary.Addr())
 
+	// (d) A primary dies; after the cluster node timeout its replica takes
+	// over. The load pauses for the moment of the kill only, until the
+	// replicas have every write (WAIT): replication is asynchronous, and
+	// what a primary acknowledged and took with it is not the feed's
+	// loss.
+	load.pause()
+	victim := c.Primaries(t)[1]
+	waitReplicated(t, c)
+	load.resume()
+	c.KillPrimary(t, victim)
+	everySocketReceivesNewMessages(t, load, subs, "the death of "+victim.Addr())
+
 	load.stop()
 	// Whatever was stored (acknowledged or not), every socket gets it
 	// once, in order, from its log.
@@ -88,6 +103,7 @@ func TestClusterDeliverySurvivesPubSubFaults(t *testing.T) {
 // replica in turn, from one goroutine per replica, until stopped, and
 // records what was acknowledged.
 type sendLoad struct {
+	paused   sync.RWMutex // each send holds it to read; pause holds it to write
 	mu       sync.Mutex
 	channels []string
 	ack      map[int64]string // message id -> channel
@@ -113,9 +129,11 @@ func startSendLoad(t *testing.T, replicas []*replica, channels []string) *sendLo
 				l.mu.Lock()
 				ch := l.channels[n%len(l.channels)]
 				l.mu.Unlock()
+				l.paused.RLock()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				res, err := r.svc.Send(ctx, chat.Held(r.admin), chat.SendInput{Channel: ch, Message: fmt.Sprint("m", n)})
 				cancel()
+				l.paused.RUnlock()
 				if err != nil {
 					continue // not acknowledged (a failover refuses writes a moment)
 				}
@@ -130,6 +148,10 @@ func startSendLoad(t *testing.T, replicas []*replica, channels []string) *sendLo
 	t.Cleanup(l.stop)
 	return l
 }
+
+// pause waits for the sends under way and holds the others until resume.
+func (l *sendLoad) pause()  { l.paused.Lock() }
+func (l *sendLoad) resume() { l.paused.Unlock() }
 
 func (l *sendLoad) add(channel string) {
 	l.mu.Lock()
@@ -284,6 +306,20 @@ func storedAfter(t *testing.T, r *replica, channel string, from chat.Cursor) []i
 			}
 		}
 		from = evs[len(evs)-1].Cursor
+	}
+}
+
+// waitReplicated waits until every primary's replicas have all its
+// writes (WAIT 1).
+func waitReplicated(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	for _, p := range c.Primaries(t) {
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
+		n, err := rdb.Do(context.Background(), "WAIT", 1, int(wait/time.Millisecond)).Int()
+		_ = rdb.Close()
+		if err != nil || n < 1 {
+			t.Fatalf("WAIT on %s: %d replicas have its writes, %v", p.Addr(), n, err)
+		}
 	}
 }
 

@@ -648,6 +648,12 @@ func (f *redisFeed) revocations() {
 	for f.ctx.Err() == nil {
 		ps := f.s.rdb.Subscribe(f.ctx)
 		f.mu.Lock()
+		if f.ctx.Err() != nil {
+			// Close looked for the connection before it was set.
+			f.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
 		f.revoke = ps
 		f.mu.Unlock()
 		received := false
