@@ -182,7 +182,6 @@ type shard struct {
 	node     *redis.Client
 	channels map[string]struct{} // what the connection must subscribe
 	dirty    map[string]struct{} // channels added or removed since the writer last looked
-	conn     *shardConn          // nil while (re)connecting
 }
 
 func (sh *shard) wake() {
@@ -411,13 +410,7 @@ func (f *redisFeed) runShard(sh *shard) {
 		node := sh.node
 		f.mu.Unlock()
 		c := newShardConn(f.ctx, node)
-		f.mu.Lock()
-		sh.conn = c
-		f.mu.Unlock()
 		worked := f.serveShard(sh, c)
-		f.mu.Lock()
-		sh.conn = nil
-		f.mu.Unlock()
 		c.close()
 		if worked {
 			backoff = feedRetry
