@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
@@ -234,4 +235,105 @@ func TestFeedWatchesHealthyPrimariesWhileOneHangs(t *testing.T) {
 	}
 	c.Nodes[0].Resume()
 	waitFor(t, "the confirmation of "+stuck+" once its primary answers", func() bool { return got.confirmed(stuck) })
+}
+
+// TestFeedChurnLeavesExactlyTheWatchedSubscriptions: channels watched and
+// unwatched from several goroutines at once, while every Pub/Sub
+// connection of the cluster is killed again and again, end with exactly
+// the watched channels subscribed on the cluster (no stray subscription
+// of an unwatched channel, none missing), and each of them delivers.
+func TestFeedChurnLeavesExactlyTheWatchedSubscriptions(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := New(rdb, Options{Prefix: "churn:"})
+	var mu sync.Mutex
+	events := map[string]int{} // notices with an event, by channel
+	got := &notices{channels: map[string]int{}}
+	f, err := s.Subscribe(func(n feed.Notice) {
+		if n.Event != nil {
+			mu.Lock()
+			events[n.Channel]++
+			mu.Unlock()
+		}
+		got.record(n)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	const channels, held = 40, 10
+	name := func(i int) string { return fmt.Sprint("c", i) }
+	for i := 0; i < held; i++ {
+		if err := f.Watch(ctx, name(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ch := name(rand.IntN(channels))
+				_ = f.Watch(ctx, ch)
+				if rand.IntN(2) == 0 {
+					time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+				}
+				_ = f.Unwatch(ctx, ch)
+			}
+		}()
+	}
+	for k := 0; k < 5; k++ {
+		time.Sleep(300 * time.Millisecond)
+		c.KillPubSub(t)
+	}
+	close(stop)
+	wg.Wait()
+
+	want := map[string]bool{}
+	for i := 0; i < held; i++ {
+		want[s.ck(name(i), "live")] = true
+	}
+	var have []string
+	waitFor(t, "exactly the held channels subscribed on the cluster", func() bool {
+		have = have[:0]
+		for _, n := range c.Nodes {
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr()})
+			keys, err := cl.PubSubShardChannels(ctx, "churn:*").Result()
+			_ = cl.Close()
+			if err != nil {
+				return false
+			}
+			have = append(have, keys...)
+		}
+		if len(have) != len(want) {
+			return false
+		}
+		for _, k := range have {
+			if !want[k] {
+				return false
+			}
+		}
+		return true
+	})
+	for i := 0; i < held; i++ {
+		if _, err := s.AppendMessage(ctx, chat.Message{Channel: name(i), Text: "after", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < held; i++ {
+		waitFor(t, "a live notice on "+name(i), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return events[name(i)] > 0
+		})
+	}
 }
