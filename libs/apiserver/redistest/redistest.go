@@ -56,6 +56,13 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // URL is a redis:// URL suitable for REDIS_URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 
+// running reports whether the server was started and not stopped.
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
 // Stop kills the server; calling it again is harmless.
 func (s *Server) Stop() {
 	s.mu.Lock()

@@ -218,8 +218,16 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 }
 
 // notice hands a feed notice to its channel's room, if this replica has
-// one, or closes the sockets of a revoked user.
+// one, or closes the sockets of a revoked user, or reports the feed's
+// failure.
 func (h *Hub) notice(n feed.Notice) {
+	if f := n.Failure; f != nil {
+		h.metrics.feedErrors.WithLabelValues(feedFailLabel(f.Reason)).Inc()
+		// A failure repeats at most once per retry, which backs off to a
+		// few seconds: the log is not flooded.
+		h.logger.Warn("live delivery: the store's feed failed; retrying", "reason", f.Reason, "server", f.Server, "err", f.Err)
+		return
+	}
 	if n.Revoke != "" {
 		h.revoke(n)
 		return

@@ -3,10 +3,13 @@ package realtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // metrics of one replica's live delivery. Labels are closed sets (close
@@ -28,6 +31,7 @@ type metrics struct {
 	closes      *prometheus.CounterVec
 	sendErrors  *prometheus.CounterVec
 	refused     *prometheus.CounterVec // handshakes refused by a limit
+	feedErrors  *prometheus.CounterVec // failures of the engine's feed, by feed.Fail* reason
 	messagesVec *prometheus.CounterVec
 }
 
@@ -48,9 +52,13 @@ func newMetrics() *metrics {
 		closes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_server_closes_total", Help: "Connections the server closed, by close code."}, []string{"code"}),
 		sendErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_send_errors_total", Help: "Send and auth frames answered with an error frame, by code."}, []string{"code"}),
 		refused:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_refused_total", Help: "WebSocket handshakes refused by a connection limit, by limit."}, []string{"limit"}),
+		feedErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_feed_errors_total", Help: "Failures of this replica's live feed from the store (connect, subscribe, receive, place), each retried: while one lasts, the channels it concerns are delivered late, read from their logs once it recovers."}, []string{"reason"}),
 		messagesVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_messages_total", Help: "Messages accepted (stored), by transport."}, []string{"transport"}),
 	}
 	m.messages = m.messagesVec.WithLabelValues("websocket")
+	for _, r := range feedFailReasons {
+		m.feedErrors.WithLabelValues(r) // shown at 0 before the first failure
+	}
 	return m
 }
 
@@ -59,7 +67,7 @@ func newMetrics() *metrics {
 // existing vector is then shared.
 func (m *metrics) register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.connections, m.writers, m.events, m.delivered, m.replayed, m.frames, m.dropped,
-		m.slowCloses, m.deadPeers, m.stuckWrites, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused} {
+		m.slowCloses, m.deadPeers, m.stuckWrites, m.readErrors, m.logReads, m.closes, m.sendErrors, m.refused, m.feedErrors} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("register live delivery metrics: %w", err)
 		}
@@ -82,6 +90,18 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		}
 	}
 	return nil
+}
+
+// feedFailReasons are the reasons chat_feed_errors_total counts; an
+// engine's other reason is counted as "other", so the label set stays
+// closed.
+var feedFailReasons = []string{feed.FailConnect, feed.FailSubscribe, feed.FailReceive, feed.FailPlace}
+
+func feedFailLabel(reason string) string {
+	if slices.Contains(feedFailReasons, reason) {
+		return reason
+	}
+	return "other"
 }
 
 func closeLabel(code websocket.StatusCode) string { return strconv.Itoa(int(code)) }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime/feed"
@@ -24,7 +27,7 @@ var _ feed.Source = (*Store)(nil)
 const (
 	feedPing     = 5 * time.Second
 	feedSilence  = 15 * time.Second
-	feedBatch    = 500 // channels per SSUBSCRIBE when (re)subscribing
+	feedBatch    = 500 // most channels in one SSUBSCRIBE or SUNSUBSCRIBE
 	feedRetry    = 100 * time.Millisecond
 	feedRetryMax = 5 * time.Second
 )
@@ -39,7 +42,8 @@ const (
 // failure a connection is opened again, its channels placed again on the
 // primaries that own them now (a failover or a resharding moves slots),
 // and, through the confirmations, every watched channel reads its stream:
-// nothing appended while a connection was down is skipped.
+// nothing appended while a connection was down is skipped. Failures are
+// reported to fn as notices with a Failure, each time they happen.
 //
 // Why sharded Pub/Sub (SPUBLISH): a Cluster relays a classic PUBLISH to
 // every node over its cluster bus, a hop measured at p99 33 ms between two
@@ -107,6 +111,48 @@ func (s *Store) reloadRoutes() {
 	}
 }
 
+// liveKeyGroups turns channels into their live keys, grouped so that each
+// group is one SSUBSCRIBE (or SUNSUBSCRIBE): a Cluster refuses a command
+// whose keys are in different hash slots (CROSSSLOT), so there a group
+// holds one slot's keys; one server takes any mix. No group holds more
+// than feedBatch keys.
+func (s *Store) liveKeyGroups(channels []string) [][]string {
+	var groups [][]string
+	add := func(keys []string) {
+		for len(keys) > 0 {
+			n := min(feedBatch, len(keys))
+			groups = append(groups, keys[:n:n])
+			keys = keys[n:]
+		}
+	}
+	if !s.cluster {
+		keys := make([]string, len(channels))
+		for i, ch := range channels {
+			keys[i] = s.ck(ch, "live")
+		}
+		add(keys)
+		return groups
+	}
+	bySlot := map[uint16][]string{}
+	var slots []uint16 // in first-seen order, so the writes are too
+	for _, ch := range channels {
+		k := s.ck(ch, "live")
+		slot := keySlot(k)
+		if _, ok := bySlot[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		bySlot[slot] = append(bySlot[slot], k)
+	}
+	for _, slot := range slots {
+		add(bySlot[slot])
+	}
+	return groups
+}
+
+// redisFeed is the Redis engine's feed. Its state is under mu, which is
+// never held across a network call: dials, subscription writes and
+// slot-map reads happen outside it, so a server that does not answer holds
+// up only the channels it owns.
 type redisFeed struct {
 	s      *Store
 	fn     func(feed.Notice)
@@ -121,22 +167,83 @@ type redisFeed struct {
 	unplaced map[string]struct{} // watched channels waiting for the placer
 	shards   map[string]*shard   // by the address of their server
 	revoke   *redis.PubSub       // the revocations' connection; nil while reconnecting
-	lastErr  error
 }
 
-// shard is one Pub/Sub connection to one server and the watched channels
-// whose live keys it subscribes. Its goroutine (runShard) keeps it open
-// while it carries a channel.
+// shard is one server's Pub/Sub connection (opened again after each
+// failure) and the watched channels it carries. Its goroutine (runShard)
+// is the only writer on the connection: it brings the subscriptions in
+// line with channels whenever they change, so an Unwatch and a
+// (re)subscribe can never pass each other on the wire.
 type shard struct {
-	addr     string
+	addr string
+	kick chan struct{} // wakes the writer: channels changed, or a stray subscription came
+
+	// Under redisFeed.mu:
 	node     *redis.Client
-	channels map[string]struct{}
-	ps       *redis.PubSub // nil while (re)connecting
+	channels map[string]struct{} // what the connection must subscribe
+	dirty    map[string]struct{} // channels added or removed since the writer last looked
 }
 
-// Watch implements feed.Feed. The SSUBSCRIBE is written at once on the
-// connection of the channel's server; its confirmation produces the
-// notice without an event.
+func (sh *shard) wake() {
+	select {
+	case sh.kick <- struct{}{}:
+	default:
+	}
+}
+
+// shardConn is one connection of a shard. It has a client of its own
+// whose dialer connects once: go-redis would otherwise redial a broken
+// Pub/Sub connection by itself and resubscribe every channel in a single
+// SSUBSCRIBE, which a Cluster refuses (CROSSSLOT) when they span slots.
+// The shard opens a new one instead, subscribing slot by slot.
+type shardConn struct {
+	client *redis.Client
+	ps     *redis.PubSub
+
+	// Under redisFeed.mu:
+	synced     bool                // the writer subscribed the shard's channels once
+	subscribed map[string]struct{} // channels whose SSUBSCRIBE was written, and no SUNSUBSCRIBE since
+	stray      map[string]struct{} // confirmed subscriptions of channels not in subscribed
+}
+
+// errRedial is what a shard connection's dialer answers once it has
+// connected: the feed, not go-redis, opens a broken connection again.
+var errRedial = errors.New("redisstore: the feed opens a broken Pub/Sub connection again itself")
+
+func newShardConn(ctx context.Context, node *redis.Client) *shardConn {
+	opt := *node.Options()
+	// Not shared with the node's client, which registered its handlers on
+	// its push processor and changes its maintenance-notification settings
+	// while it connects: a connection that carries only Pub/Sub needs
+	// neither (they announce endpoint moves of managed Redis services,
+	// which the feed meets as a broken connection and a fresh slot map).
+	opt.PushNotificationProcessor = nil
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	dial := opt.Dialer
+	var connected atomic.Bool
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if connected.Load() {
+			return nil, errRedial
+		}
+		cn, err := dial(ctx, network, addr)
+		if err == nil && !connected.CompareAndSwap(false, true) {
+			_ = cn.Close()
+			return nil, errRedial
+		}
+		return cn, err
+	}
+	client := redis.NewClient(&opt)
+	return &shardConn{client: client, ps: client.SSubscribe(ctx),
+		subscribed: map[string]struct{}{}, stray: map[string]struct{}{}}
+}
+
+func (c *shardConn) close() {
+	_ = c.ps.Close()
+	_ = c.client.Close()
+}
+
+// Watch implements feed.Feed. The shard's writer sends the SSUBSCRIBE;
+// its confirmation produces the notice without an event.
 func (f *redisFeed) Watch(ctx context.Context, channel string) error {
 	f.mu.Lock()
 	if f.ctx.Err() != nil {
@@ -153,31 +260,32 @@ func (f *redisFeed) Watch(ctx context.Context, channel string) error {
 			if f.watched[channel] > 0 && f.placed[channel] == nil {
 				f.unplaced[channel] = struct{}{}
 			}
-			f.lastErr = err
 			f.mu.Unlock()
+			f.failed(feed.FailPlace, "", err)
 			f.wake()
 		}
 	}
 	return nil
 }
 
-// placeOne puts a watched channel on the connection of the server that
-// owns it (opening that connection if there is none), unless it was
-// unwatched or placed meanwhile.
+// placeOne puts a watched channel on the shard of the server that owns it
+// (starting that shard if there is none), unless it was unwatched or
+// placed meanwhile.
 func (f *redisFeed) placeOne(ctx context.Context, channel string) error {
 	addr, node, err := f.s.liveNode(ctx, channel)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.watched[channel] == 0 || f.placed[channel] != nil || f.ctx.Err() != nil {
+		f.mu.Unlock()
 		return nil
 	}
 	delete(f.unplaced, channel)
 	sh := f.shards[addr]
 	if sh == nil {
-		sh = &shard{addr: addr, node: node, channels: map[string]struct{}{}}
+		sh = &shard{addr: addr, node: node, kick: make(chan struct{}, 1),
+			channels: map[string]struct{}{}, dirty: map[string]struct{}{}}
 		f.shards[addr] = sh
 		f.wg.Add(1)
 		go func() {
@@ -186,32 +294,33 @@ func (f *redisFeed) placeOne(ctx context.Context, channel string) error {
 		}()
 	}
 	sh.channels[channel] = struct{}{}
+	sh.dirty[channel] = struct{}{}
 	f.placed[channel] = sh
-	if sh.ps != nil {
-		// A failed write breaks the connection: runShard opens it again
-		// and subscribes all its channels, this one included.
-		_ = sh.ps.SSubscribe(ctx, f.s.ck(channel, "live"))
-	}
+	f.mu.Unlock()
+	sh.wake()
 	return nil
 }
 
-// Unwatch implements feed.Feed.
+// Unwatch implements feed.Feed. The shard's writer sends the SUNSUBSCRIBE.
 func (f *redisFeed) Unwatch(ctx context.Context, channel string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	n := f.watched[channel] - 1
 	if n > 0 {
 		f.watched[channel] = n
+		f.mu.Unlock()
 		return nil
 	}
 	delete(f.watched, channel)
 	delete(f.unplaced, channel)
-	if sh := f.placed[channel]; sh != nil {
+	sh := f.placed[channel]
+	if sh != nil {
 		delete(f.placed, channel)
 		delete(sh.channels, channel)
-		if sh.ps != nil {
-			_ = sh.ps.SUnsubscribe(ctx, f.s.ck(channel, "live"))
-		}
+		sh.dirty[channel] = struct{}{}
+	}
+	f.mu.Unlock()
+	if sh != nil {
+		sh.wake()
 	}
 	return nil
 }
@@ -220,26 +329,23 @@ func (f *redisFeed) Unwatch(ctx context.Context, channel string) error {
 func (f *redisFeed) Close() error {
 	f.cancel()
 	// A blocked receive does not watch its context: closing the
-	// connections ends it.
+	// connections ends it (the shards' writers close theirs).
 	f.mu.Lock()
-	for _, sh := range f.shards {
-		if sh.ps != nil {
-			_ = sh.ps.Close()
-		}
-	}
-	if f.revoke != nil {
-		_ = f.revoke.Close()
-	}
+	revoke := f.revoke
 	f.mu.Unlock()
+	if revoke != nil {
+		_ = revoke.Close()
+	}
 	f.wg.Wait()
 	return nil
 }
 
-// Err is the last connection error the feed recovered from (nil if none).
-func (f *redisFeed) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lastErr
+// failed reports a failure to the feed's owner, who logs and counts it.
+func (f *redisFeed) failed(reason, server string, err error) {
+	if f.ctx.Err() != nil {
+		return // closing: connections fail on purpose
+	}
+	f.fn(feed.Notice{Failure: &feed.Failure{Reason: reason, Server: server, Err: err}})
 }
 
 func (f *redisFeed) wake() {
@@ -251,8 +357,8 @@ func (f *redisFeed) wake() {
 
 // place is the placer: it puts the channels that wait (their slot map
 // could not be read, their slot moved, their connection failed) on the
-// connections of their servers, retrying with a backoff and a fresh slot
-// map while any placement fails.
+// shards of their servers, retrying with a backoff and a fresh slot map
+// while any placement fails.
 func (f *redisFeed) place() {
 	backoff := feedRetry
 	for {
@@ -278,9 +384,7 @@ func (f *redisFeed) place() {
 				backoff = feedRetry
 				break
 			}
-			f.mu.Lock()
-			f.lastErr = err
-			f.mu.Unlock()
+			f.failed(feed.FailPlace, "", err)
 			f.s.reloadRoutes()
 			if chat.Pause(f.ctx, backoff) != nil {
 				return
@@ -291,9 +395,9 @@ func (f *redisFeed) place() {
 }
 
 // runShard keeps a shard's connection open while it carries a channel:
-// subscribe everything, hand every notice to fn until the connection
-// fails, then, after a backoff, hand the channels whose slot is now
-// elsewhere to the placer and open it again for the rest.
+// serve one connection until it fails, then, after a backoff, hand the
+// channels whose slot is now elsewhere to the placer and open another for
+// the rest.
 func (f *redisFeed) runShard(sh *shard) {
 	backoff := feedRetry
 	for {
@@ -303,31 +407,12 @@ func (f *redisFeed) runShard(sh *shard) {
 			f.mu.Unlock()
 			return
 		}
-		ps := sh.node.SSubscribe(f.ctx)
-		sh.ps = ps
-		keys := make([]string, 0, len(sh.channels))
-		for ch := range sh.channels {
-			keys = append(keys, f.s.ck(ch, "live"))
-		}
-		// Under the lock, so an Unwatch cannot slip between reading the
-		// list and subscribing it.
-		var err error
-		for len(keys) > 0 && err == nil {
-			n := min(feedBatch, len(keys))
-			err = ps.SSubscribe(f.ctx, keys[:n]...)
-			keys = keys[n:]
-		}
+		node := sh.node
 		f.mu.Unlock()
-		received := false
-		if err == nil {
-			received, err = f.receive(ps, func(msg any) { f.shardMessage(sh, msg) })
-		}
-		f.mu.Lock()
-		sh.ps = nil
-		f.lastErr = err
-		f.mu.Unlock()
-		_ = ps.Close()
-		if received {
+		c := newShardConn(f.ctx, node)
+		worked := f.serveShard(sh, c)
+		c.close()
+		if worked {
 			backoff = feedRetry
 		}
 		f.s.reloadRoutes()
@@ -337,6 +422,112 @@ func (f *redisFeed) runShard(sh *shard) {
 		backoff = min(2*backoff, feedRetryMax)
 		f.replace(sh)
 	}
+}
+
+// serveShard runs one connection of sh until it fails (and reports why):
+// a reader hands what comes to fn, and this goroutine, the only writer,
+// subscribes what the shard's channels need and pings. It reports whether
+// the connection worked (something was received).
+func (f *redisFeed) serveShard(sh *shard, c *shardConn) (worked bool) {
+	// The first write dials: a failure here is a failed connect.
+	if err := c.ps.Ping(f.ctx); err != nil {
+		f.failed(feed.FailConnect, sh.addr, err)
+		return false
+	}
+	type result struct {
+		received bool
+		reason   string
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		received, reason, err := f.receive(c.ps, func(msg any) { f.shardMessage(sh, c, msg) })
+		done <- result{received, reason, err}
+	}()
+	t := time.NewTicker(feedPing)
+	defer t.Stop()
+	var err error
+	for err == nil {
+		if err = f.syncShard(sh, c); err != nil {
+			break
+		}
+		select {
+		case <-sh.kick:
+		case <-t.C:
+			err = c.ps.Ping(f.ctx)
+		case r := <-done:
+			f.failed(r.reason, sh.addr, r.err)
+			return r.received
+		case <-f.ctx.Done():
+			_ = c.ps.Close()
+			return (<-done).received
+		}
+	}
+	// A failed write: the connection is broken; end the reader.
+	_ = c.ps.Close()
+	r := <-done
+	f.failed(feed.FailReceive, sh.addr, err)
+	return r.received
+}
+
+// syncShard brings c's subscriptions in line with sh's channels: an
+// SSUBSCRIBE for each channel added since the last look (all of them on a
+// new connection), an SUNSUBSCRIBE for each one removed and for each stray
+// subscription, one command per hash slot. What it writes is recorded
+// before it is written, so the reader knows a confirmation it expects.
+func (f *redisFeed) syncShard(sh *shard, c *shardConn) error {
+	var sub, unsub []string
+	check := func(ch string) {
+		_, want := sh.channels[ch]
+		_, has := c.subscribed[ch]
+		switch {
+		case want && !has:
+			c.subscribed[ch] = struct{}{}
+			sub = append(sub, ch)
+		case !want && has:
+			delete(c.subscribed, ch)
+			unsub = append(unsub, ch)
+		}
+	}
+	f.mu.Lock()
+	if !c.synced {
+		c.synced = true
+		for ch := range sh.channels {
+			check(ch)
+		}
+	}
+	for ch := range sh.dirty {
+		check(ch)
+	}
+	clear(sh.dirty)
+	for ch := range c.stray {
+		if _, has := c.subscribed[ch]; !has {
+			unsub = append(unsub, ch)
+		}
+	}
+	clear(c.stray)
+	f.mu.Unlock()
+	for _, keys := range f.s.liveKeyGroups(unsub) {
+		if err := c.ps.SUnsubscribe(f.ctx, keys...); err != nil {
+			return err
+		}
+	}
+	for _, keys := range f.s.liveKeyGroups(sub) {
+		if err := c.ps.SSubscribe(f.ctx, keys...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receiveFailure is the reason of a failed receive: an error reply (the
+// server refused a subscription), or a broken or silent connection.
+func receiveFailure(err error) string {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return feed.FailSubscribe
+	}
+	return feed.FailReceive
 }
 
 // replace hands the channels of sh that its server no longer owns to the
@@ -383,11 +574,12 @@ func (f *redisFeed) unplace(sh *shard, channel string) {
 	}
 	delete(f.placed, channel)
 	delete(sh.channels, channel)
+	sh.dirty[channel] = struct{}{}
 	f.unplaced[channel] = struct{}{}
 }
 
 // shardMessage handles what a shard's connection receives.
-func (f *redisFeed) shardMessage(sh *shard, msg any) {
+func (f *redisFeed) shardMessage(sh *shard, c *shardConn, msg any) {
 	switch m := msg.(type) {
 	case *redis.Subscription:
 		ch, ok := f.s.liveChannel(m.Channel)
@@ -396,15 +588,30 @@ func (f *redisFeed) shardMessage(sh *shard, msg any) {
 		}
 		switch m.Kind {
 		case "ssubscribe":
-			f.fn(feed.Notice{Channel: ch})
-		case "sunsubscribe":
-			// The server ends a shard subscription itself when its slot
-			// leaves it (resharding, failover): place the channel again,
-			// on the new owner, whose confirmation makes it read its
-			// stream. Our own Unwatch took it off sh first.
 			f.mu.Lock()
-			moved := f.placed[ch] == sh
+			_, ours := c.subscribed[ch]
+			here := ours && f.placed[ch] == sh
+			if !ours {
+				// Subscribed on the wire but not wanted (a channel moved
+				// away and back meanwhile): the writer ends it.
+				c.stray[ch] = struct{}{}
+			}
+			f.mu.Unlock()
+			if !ours {
+				sh.wake()
+			} else if here {
+				f.fn(feed.Notice{Channel: ch})
+			}
+		case "sunsubscribe":
+			// Either ours (the writer took it off subscribed first), or
+			// the server ended it because its slot left this server
+			// (resharding, failover): place it again, on the new owner,
+			// whose confirmation makes it read its stream.
+			f.mu.Lock()
+			_, ours := c.subscribed[ch]
+			moved := ours && f.placed[ch] == sh
 			if moved {
+				delete(c.subscribed, ch)
 				f.unplace(sh, ch)
 			}
 			f.mu.Unlock()
@@ -434,16 +641,39 @@ func (f *redisFeed) revocations() {
 	for f.ctx.Err() == nil {
 		ps := f.s.rdb.Subscribe(f.ctx)
 		f.mu.Lock()
+		if f.ctx.Err() != nil {
+			// Close looked for the connection before it was set.
+			f.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
 		f.revoke = ps
 		f.mu.Unlock()
-		err := ps.Subscribe(f.ctx, f.s.revokedKey())
 		received := false
-		if err == nil {
-			received, err = f.receive(ps, f.revocation)
+		// The first write dials: a failure here is a failed connect.
+		if err := ps.Subscribe(f.ctx, f.s.revokedKey()); err != nil {
+			f.failed(feed.FailConnect, "", fmt.Errorf("revocations: %w", err))
+		} else {
+			stop := make(chan struct{})
+			go func() {
+				t := time.NewTicker(feedPing)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+						_ = ps.Ping(f.ctx)
+					}
+				}
+			}()
+			var reason string
+			received, reason, err = f.receive(ps, f.revocation)
+			close(stop)
+			f.failed(reason, "", fmt.Errorf("revocations: %w", err))
 		}
 		f.mu.Lock()
 		f.revoke = nil
-		f.lastErr = err
 		f.mu.Unlock()
 		_ = ps.Close()
 		if received {
@@ -474,27 +704,17 @@ func (f *redisFeed) revocation(msg any) {
 }
 
 // receive hands everything ps receives to handle until the connection
-// fails. It reports whether anything came (the connection worked).
-func (f *redisFeed) receive(ps *redis.PubSub, handle func(any)) (bool, error) {
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(feedPing)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_ = ps.Ping(f.ctx)
-			}
-		}
-	}()
-	received := false
+// fails: it breaks, stays silent for feedSilence (whoever writes on it
+// pings more often), or carries an error reply, which on these
+// connections answers a subscription (the only commands they carry
+// besides PING) and ends them too, so they are opened again on a fresh
+// slot map. It reports whether anything came (the connection worked), and
+// the failure.
+func (f *redisFeed) receive(ps *redis.PubSub, handle func(any)) (received bool, reason string, err error) {
 	for {
 		msg, err := ps.ReceiveTimeout(f.ctx, feedSilence)
 		if err != nil {
-			return received, err
+			return received, receiveFailure(err), err
 		}
 		received = true
 		handle(msg)

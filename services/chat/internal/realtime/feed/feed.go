@@ -28,9 +28,37 @@ const (
 	Recheck = "recheck"
 )
 
+// Failure reasons: what went wrong with a feed's connection to its engine
+// (a closed set, as they label a metric).
+const (
+	// FailConnect: a connection could not be opened.
+	FailConnect = "connect"
+	// FailSubscribe: the engine refused a (re)subscription with an error
+	// reply.
+	FailSubscribe = "subscribe"
+	// FailReceive: an open connection broke, or went silent.
+	FailReceive = "receive"
+	// FailPlace: the server that owns a channel could not be found (a
+	// Redis Cluster's slot map could not be read).
+	FailPlace = "place"
+)
+
+// Failure is a failure the feed met and recovers from by itself (it
+// retries, and every watched channel reads its log once its subscription
+// is back): reported so the replica logs and counts it.
+type Failure struct {
+	Reason string // FailConnect, FailSubscribe, FailReceive or FailPlace
+	// Server names the engine's server ("" for the only one).
+	Server string
+	Err    error
+}
+
 // Notice says that Channel's log has new events, or, with Revoke set,
-// that a user's sockets must close.
+// that a user's sockets must close, or, with Failure set, that the feed
+// failed (and nothing else).
 type Notice struct {
+	Failure *Failure
+
 	// Revoke is a revocation reason (Deleted, Banned, Recheck); empty for
 	// a channel notice. User names the user (empty with Recheck).
 	Revoke string
