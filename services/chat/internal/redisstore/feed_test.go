@@ -325,7 +325,7 @@ func TestFeedChurnLeavesExactlyTheWatchedSubscriptions(t *testing.T) {
 		return true
 	})
 	for i := 0; i < held; i++ {
-		if _, err := s.AppendMessage(ctx, chat.Message{Channel: name(i), Text: "after", CreatedAt: time.Now()}); err != nil {
+		if _, err := s.AppendMessage(ctx, chat.Message{Channel: name(i), Text: "after", CreatedAt: time.Now()}, chat.Once{}); err != nil {
 			t.Fatal(err)
 		}
 	}
