@@ -4,6 +4,8 @@
 package apierr
 
 import (
+	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -62,6 +64,10 @@ var Internal = Answer{Status: http.StatusInternalServerError, Code: CodeInternal
 // unavailableMessage never names the cause (a Redis call): that is logged.
 const unavailableMessage = "The chat store is unavailable; nothing was changed. Retry shortly."
 
+// deadlineMessage answers a request whose deadline expired while the store
+// worked: a write may have been made, so it does not say nothing was.
+const deadlineMessage = "The chat store did not answer in time; whether the change was made is unknown. Retry shortly."
+
 // For maps err, or the domain error it wraps, to its answer; ok is false
 // for an error the domain does not know, which the caller logs and answers
 // as Internal. in says where the request's fields came from (InBody, ...).
@@ -75,9 +81,19 @@ const unavailableMessage = "The chat store is unavailable; nothing was changed. 
 //	blocked      422 reason = filter kind; details on body.message
 //	slow_mode    429 reason slow_mode or send_limit; retry_after_seconds, Retry-After
 //	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed
+//
+// A context deadline that is no domain error (a WebSocket send's, which
+// expired while its store script waited) is the store not answering in
+// time: unavailable too, as a store timeout over HTTP is, but with
+// deadlineMessage.
 func For(err error, in string) (Answer, bool) {
 	de, ok := chat.AsError(err)
 	if !ok {
+		if errors.Is(err, context.DeadlineExceeded) {
+			a, _ := For(&chat.Error{Kind: chat.KindUnavailable, Err: err}, in)
+			a.Message = deadlineMessage
+			return a, true
+		}
 		return Internal, false
 	}
 	a := Answer{Code: string(de.Kind), Message: de.Message, Extra: map[string]any{}}
