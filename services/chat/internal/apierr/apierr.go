@@ -4,6 +4,8 @@
 package apierr
 
 import (
+	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -83,9 +85,17 @@ const (
 //	slow_mode    429 reason slow_mode or send_limit; retry_after_seconds, Retry-After
 //	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed,
 //	             unless reason outcome_unknown: the write may have been made
+//
+// A context deadline that is no domain error (a request's, which expired
+// while the store worked) is the store not answering in time, with an
+// outcome nobody can know: unavailable with reason outcome_unknown, as an
+// engine reports a write that got no answer.
 func For(err error, in string) (Answer, bool) {
 	de, ok := chat.AsError(err)
 	if !ok {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return For(chat.OutcomeUnknown("the request", err), in)
+		}
 		return Internal, false
 	}
 	a := Answer{Code: string(de.Kind), Message: de.Message, Extra: map[string]any{}}

@@ -241,6 +241,9 @@ func TestEveryDomainErrorAnswersAlikeOnBothTransports(t *testing.T) {
 		{"slow mode without reason", &chat.Error{Kind: chat.KindSlowMode, RetryAfter: time.Millisecond}, 429},
 		{"send limit", &chat.Error{Kind: chat.KindSlowMode, Reason: chat.ReasonSendLimit, RetryAfter: 4 * time.Second, Message: "too many messages"}, 429},
 		{"unavailable", chat.Unavailable("store message", errors.New("dial tcp 10.0.0.7:6379: secret")), 503},
+		// A deadline that expired while storing (a WebSocket send's):
+		// the store did not answer in time.
+		{"deadline", fmt.Errorf("append message: %w", context.DeadlineExceeded), 503},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,6 +260,9 @@ func TestEveryDomainErrorAnswersAlikeOnBothTransports(t *testing.T) {
 			}
 			if strings.Contains(rest.Message, "secret") {
 				t.Fatalf("the cause leaks: %q", rest.Message)
+			}
+			if c.name == "deadline" && strings.Contains(rest.Message, "nothing was changed") {
+				t.Fatalf("message %q: the write may have been made", rest.Message)
 			}
 			if c.want == 429 || c.want == 503 {
 				if n, err := strconv.Atoi(rest.RetryAfter); err != nil || n < 1 {

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -80,6 +81,10 @@ func (c *Command) validate() error {
 	var v validation
 	if p := textProblem(strings.TrimSpace(c.Response)); p != "" {
 		v.add("response", "%s", p)
+	} else if p := textProblem(strings.TrimSpace(RenderResponse(c.Response, plainUse))); p != "" {
+		// "${args}" alone, or invisible text around it: the reply to a
+		// plain "!trigger" would be refused (see reply).
+		v.add("response", "used without arguments, its reply would not pass as a message: %s", p)
 	}
 	if c.CooldownSeconds < 0 || c.CooldownSeconds > MaxCooldownSeconds {
 		v.add("cooldown_seconds", "must be 0..%d", MaxCooldownSeconds)
@@ -136,6 +141,22 @@ type RenderVars struct {
 	Args    []string
 	Count   int64
 	Channel string
+}
+
+// plainUse is an invocation without arguments, which any command gets: a
+// response whose reply to it breaks the text rules is refused up front.
+var plainUse = RenderVars{User: "user", Count: 1, Channel: "general"}
+
+// reply renders c's response for one invocation and holds it to the rules
+// a user's message meets (checkMessageText): the template passed them, but
+// the arguments it echoes can still make it invisible (a "${touser}" given
+// zero-width spaces). Such a reply is not stored.
+func (c Command) reply(v RenderVars) (string, error) {
+	text, err := checkMessageText(RenderResponse(c.Response, v))
+	if err != nil {
+		return "", fmt.Errorf("command %s: its reply is not stored: %w", c.Name, err)
+	}
+	return text, nil
 }
 
 // RenderResponse fills ${user}, ${touser} (first argument without a leading

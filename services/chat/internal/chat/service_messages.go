@@ -185,7 +185,8 @@ type prefetched struct {
 // runCommand answers a command invocation with a stored bot message, or
 // returns nil when the message is no invocation, the command is unknown,
 // disabled, above the sender's level or cooling down (bots stay silent then,
-// as Nightbot does, instead of spamming "on cooldown"). The invocation is
+// as Nightbot does, instead of spamming "on cooldown"); a reply that breaks
+// the text rules is an error, not stored (Command.reply). The invocation is
 // read from the stored text; pre is used when its trigger is that one (a
 // mask may have changed it), else the command is read now. once records
 // the reply with the message's idempotency record, if it has one.
@@ -229,7 +230,10 @@ func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("command %s count: %w", cmd.Name, err)
 	}
-	text := RenderResponse(cmd.Response, RenderVars{User: u.Name, Args: inv.args, Count: count, Channel: m.Channel})
+	text, err := cmd.reply(RenderVars{User: u.Name, Args: inv.args, Count: count, Channel: m.Channel})
+	if err != nil {
+		return nil, err
+	}
 	reply, err := s.store.AppendMessage(ctx, Message{Channel: m.Channel, User: BotUser, Text: text, CreatedAt: now, Bot: true}, once)
 	if err != nil {
 		return nil, fmt.Errorf("command %s reply: %w", cmd.Name, err)

@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -184,6 +185,7 @@ func runSuite(t *testing.T, e engine) {
 		{"Limits", testLimits},
 		{"LimitsHoldUnderConcurrentCreates", testLimitsConcurrent},
 		{"SendRefusesControlsAndInvisibleText", testSendRefusesControls},
+		{"BotRepliesMeetTheMessageRules", testBotReplyRules},
 		{"Commands", testCommands},
 		{"CommandCooldownsAndLevels", testCommandCooldowns},
 		{"Users", testUsers},
@@ -1288,6 +1290,68 @@ func testLimitsConcurrent(t *testing.T, e engine) {
 		_, err := svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Channel: fmt.Sprintf("ch%d", i), Message: "hi"})
 		return err
 	})
+}
+
+// testBotReplyRules: a bot reply is held to the text rules a message
+// meets. A response whose reply to a plain "!trigger" would break them is
+// refused when the command is created or updated; a reply that the
+// arguments make invisible is not stored, and is logged.
+func testBotReplyRules(t *testing.T, e engine) {
+	var logs syncBuffer
+	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	zw := strings.Repeat("\u200b", 493)
+	for _, resp := range []string{"${args}", zw + "${args}", " ${args} \u2800"} {
+		_, err := en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "echo", Response: resp})
+		if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "response" {
+			t.Fatalf("%q: field = %+v", resp, ferr.Fields)
+		}
+	}
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "so", Response: "${touser}", CooldownSeconds: ptr(0)}))
+	bad := zw + "${args}"
+	_, err := en.svc.UpdateCommand(en.ctx, mod, "so", chat.CommandPatch{Response: &bad})
+	if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "response" {
+		t.Fatalf("update: field = %+v", ferr.Fields)
+	}
+	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "so")); c.Response != "${touser}" {
+		t.Fatalf("a refused update changed the response to %q", c.Response)
+	}
+
+	// "!so" echoes its argument: 495 zero-width spaces make a reply with
+	// nothing to see. The sender's message is stored; the reply is not.
+	res := en.send(v, "!so "+strings.Repeat("\u200b", 495))
+	if res.Reply != nil {
+		t.Fatalf("an invisible reply of %d characters was stored", len([]rune(res.Reply.Text)))
+	}
+	ms := must[[]chat.Message](t)(en.svc.Messages(en.ctx, nil, "", chat.Page{}))
+	if len(ms) != 1 || ms[0].ID != res.Message.ID {
+		t.Fatalf("stored %+v, want the sender's message alone", ms)
+	}
+	if !strings.Contains(logs.String(), "its reply is not stored") {
+		t.Fatalf("the refused reply was not logged: %q", logs.String())
+	}
+	// A visible argument makes a reply like any other.
+	if r := en.send(v, "!so @friend").Reply; r == nil || r.Text != "friend" {
+		t.Fatalf("reply %+v, want friend", r)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from any goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func testSendRefusesControls(t *testing.T, e engine) {

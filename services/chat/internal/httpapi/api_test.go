@@ -296,6 +296,13 @@ func testCommandVariables(t *testing.T, e engine) {
 	s.must(201, "POST", "/api/v1/commands", adminToken, map[string]any{
 		"command": "greet", "response": "${user} greets ${touser} in ${channel} (#${count}): ${args} ${unknown}", "cooldown_seconds": 0}, nil)
 
+	// A response whose reply to a plain "!echo" would be empty is refused,
+	// on the field, like a message with nothing in it.
+	r := s.call("POST", "/api/v1/commands", adminToken, map[string]any{"command": "echo", "response": "${args}"})
+	if details, _ := errorBody(t, r, 400)["details"].([]any); len(details) != 1 || !strings.Contains(fmt.Sprint(details[0]), "body.response") {
+		t.Fatalf("want 400 on body.response, got %s", r.Raw)
+	}
+
 	m := s.send(tok, "Lobby", "!Greet @bob and friends")
 	if m.Reply == nil {
 		t.Fatalf("no bot reply: %+v", m)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ import (
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
+	nc      net.Conn // the socket under ws, for the close handshake's deadlines
 	channel string
 	ip      string // client address, for the limits
 	room    *room
@@ -53,15 +55,16 @@ type conn struct {
 	jobs    chan clientFrame // started lazily by the first auth or send
 
 	live         atomic.Bool  // set once the reader runs: pings may start
+	shut         atomic.Bool  // closeWith began: the reader handles nothing more
 	writingSince atomic.Int64 // unix nanos of the write in progress, 0 when idle
 	nextPing     atomic.Int64
 	pinging      atomic.Bool
 	closeOnce    sync.Once
 }
 
-func newConn(h *Hub, ws *websocket.Conn, channel string, user *chat.User) *conn {
+func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, channel string, user *chat.User) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
-	c := &conn{hub: h, ws: ws, channel: channel, ctx: ctx, cancel: cancel,
+	c := &conn{hub: h, ws: ws, nc: nc, channel: channel, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), awake: true, // the pool gets it after greet
 		tokens: float64(h.opts.SendBurst), tokenAt: time.Now()}
 	if user != nil {
@@ -258,14 +261,37 @@ func (c *conn) writeNow(v any) error {
 	return c.ws.Write(ctx, websocket.MessageText, b)
 }
 
+// closeGrace bounds each half of the close handshake: writing the close
+// frame, and waiting for the peer's. coder/websocket gives each 5 s and
+// reads (and discards) whatever the peer sends meanwhile, so a client
+// that floods and never reads kept a core busy for seconds after the
+// decision to drop it.
+const closeGrace = time.Second
+
 // closeWith closes the connection with a code (once); the close handshake
-// may wait for a slow peer, so callers on hot paths run it in a goroutine.
+// may wait for a slow peer (up to closeGrace for each half), so callers on
+// hot paths run it in a goroutine. From here on the reader handles no
+// frame, and a peer closed as too slow is not waited for: it does not read
+// what it is sent, so it will not answer the close frame either; the
+// socket is closed once the close frame is written or its time is up.
 func (c *conn) closeWith(code websocket.StatusCode, reason string) {
 	c.closeOnce.Do(func() {
+		c.shut.Store(true)
 		c.mu.Lock()
 		c.closing = true
 		c.mu.Unlock()
 		c.hub.metrics.closes.WithLabelValues(closeLabel(code)).Inc()
+		if c.nc != nil {
+			now := time.Now()
+			// The write deadline also ends a writer's write stuck on this
+			// peer, which holds the lock the close frame needs.
+			_ = c.nc.SetWriteDeadline(now.Add(closeGrace))
+			answer := now.Add(closeGrace)
+			if code == CloseSlowConsumer {
+				answer = now
+			}
+			_ = c.nc.SetReadDeadline(answer)
+		}
 		_ = c.ws.Close(code, reason)
 		c.cancel()
 	})
@@ -480,6 +506,9 @@ func (c *conn) awaitAuth() bool {
 func (c *conn) readLoop() {
 	for {
 		typ, data, err := c.ws.Read(c.ctx)
+		if c.shut.Load() {
+			return // closing: what the peer sends now is not served
+		}
 		if err != nil {
 			if code := closeCode(err); code == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
 				c.hub.metrics.closes.WithLabelValues(closeLabel(websocket.StatusMessageTooBig)).Inc()
@@ -594,6 +623,9 @@ func (c *conn) cleanup() {
 	}
 	c.hub.removeConn(c)
 	c.hub.release(c.ip, c.channel)
+	// A close under way (closeWith, which stops the reader) finishes its
+	// handshake rather than being cut short; otherwise close now.
+	c.closeOnce.Do(func() { c.ws.CloseNow() })
 	c.ws.CloseNow()
 	c.mu.Lock()
 	c.closing = true

@@ -1,8 +1,10 @@
 package realtime
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -121,12 +123,13 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	if err := h.admit(ip, channel); err != nil {
 		return err
 	}
-	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	w := &keepSocket{ResponseWriter: c.Writer}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		h.release(ip, channel)
 		return nil // Accept has answered the request
 	}
-	cn := newConn(h, ws, channel, user)
+	cn := newConn(h, ws, w.conn, channel, user)
 	cn.ip = ip
 	if !h.addConn(cn) {
 		h.release(ip, channel)
@@ -135,6 +138,20 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	go cn.serve(since, user == nil && !h.svc.PublicRead())
 	return nil
+}
+
+// keepSocket keeps the socket websocket.Accept takes over, which the
+// library does not expose: closing a connection sets deadlines on it to
+// bound the close handshake (conn.closeWith).
+type keepSocket struct {
+	gin.ResponseWriter // gin's, whose WriteHeaderNow Accept needs
+	conn               net.Conn
+}
+
+func (w *keepSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, rw, err := w.ResponseWriter.Hijack()
+	w.conn = nc
+	return nc, rw, err
 }
 
 func headerHas(h http.Header, name, token string) bool {

@@ -174,6 +174,17 @@ func rawGreetedClient(t *testing.T, base, query string) net.Conn {
 // metric sums the samples of a counter (all its labels) on base's /metrics.
 func metric(t *testing.T, base, name string) float64 {
 	t.Helper()
+	sum, found := metricSum(t, base, name)
+	if !found {
+		t.Fatalf("no %s in /metrics", name)
+	}
+	return sum
+}
+
+// metricSum is metric for a counter vector, which has no sample until a
+// label is first counted: found is false until then.
+func metricSum(t *testing.T, base, name string) (sum float64, found bool) {
+	t.Helper()
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +194,6 @@ func metric(t *testing.T, base, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
-	found := false
 	for line := range strings.SplitSeq(string(body), "\n") {
 		rest, ok := strings.CutPrefix(line, name)
 		if !ok || !(strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
@@ -197,8 +206,5 @@ func metric(t *testing.T, base, name string) float64 {
 		sum += v
 		found = true
 	}
-	if !found {
-		t.Fatalf("no %s in /metrics", name)
-	}
-	return sum
+	return sum, found
 }
