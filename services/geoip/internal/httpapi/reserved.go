@@ -29,10 +29,6 @@ var reservedPrefixes = func() []netip.Prefix {
 		"5f00::/16",       // SRv6 SIDs
 		"64:ff9b:1::/48",  // local-use IPv4/IPv6 translation
 		"fec0::/10",       // deprecated site-local
-		"2002:a00::/24",   // 6to4 of 10.0.0.0/8
-		"2002:ac10::/28",  // 6to4 of 172.16.0.0/12
-		"2002:c0a8::/32",  // 6to4 of 192.168.0.0/16
-		"2002:7f00::/24",  // 6to4 of 127.0.0.0/8
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}
@@ -40,7 +36,7 @@ var reservedPrefixes = func() []netip.Prefix {
 }()
 
 // reserved4 and reserved6 are reservedPrefixes by family, IPv4 as masked numbers: every
-// answer asks isReserved, and testing a public IPv4 address against all 22 prefixes with
+// answer asks isReserved, and testing a public IPv4 address against all its prefixes with
 // Prefix.Contains cost more than the JSON encoding of a cached answer.
 var reserved4, reserved6 = func() (v4 []struct{ base, mask uint32 }, v6 []netip.Prefix) {
 	for _, p := range reservedPrefixes {
@@ -58,6 +54,20 @@ var reserved4, reserved6 = func() (v4 []struct{ base, mask uint32 }, v6 []netip.
 // globalUnicast6 is where every allocated IPv6 address is; the rest of the space is
 // reserved by IANA.
 var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// tunnelledIPv4 returns the IPv4 address a 6to4 address (2002::/16, RFC 3056: bits
+// 16-47) or a Teredo address (2001::/32, RFC 4380: the client's, inverted in the last 32
+// bits) carries. Such an address stands for the host behind that IPv4 address, so it is
+// reserved when that one is: 6to4 of 10.1.2.3, Teredo of 192.168.1.1.
+func tunnelledIPv4(a *[16]byte) (netip.Addr, bool) {
+	switch {
+	case a[0] == 0x20 && a[1] == 0x02:
+		return netip.AddrFrom4([4]byte{a[2], a[3], a[4], a[5]}), true
+	case a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0:
+		return netip.AddrFrom4([4]byte{^a[12], ^a[13], ^a[14], ^a[15]}), true
+	}
+	return netip.Addr{}, false
+}
 
 // isReserved reports whether addr (already unmapped) is in a range that is never a
 // public host on the Internet.
@@ -80,6 +90,10 @@ func isReserved(addr netip.Addr) bool {
 	}
 	if !globalUnicast6.Contains(addr) {
 		return true // unique-local, NAT64 (64:ff9b::/96), IPv4-compatible, unallocated...
+	}
+	a := addr.As16()
+	if v4, ok := tunnelledIPv4(&a); ok {
+		return isReserved(v4)
 	}
 	for _, p := range reserved6 {
 		if p.Contains(addr) {
