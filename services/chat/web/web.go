@@ -6,6 +6,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 )
@@ -23,10 +24,12 @@ const csp = "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' dat
 // so the page works under a proxy's path prefix (/chat/). It is apart from
 // live delivery (internal/realtime), which only speaks the WebSocket
 // protocol the page uses.
+// Each answers HEAD as it answers GET, as the library's routes do.
 func Mount(e *gin.Engine) {
-	e.GET("/", serve("index.html", "text/html; charset=utf-8"))
-	e.GET("/app.js", serve("app.js", "text/javascript; charset=utf-8"))
-	e.GET("/style.css", serve("style.css", "text/css; charset=utf-8"))
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/", serve("index.html", "text/html; charset=utf-8"))
+	e.Match(getHead, "/app.js", serve("app.js", "text/javascript; charset=utf-8"))
+	e.Match(getHead, "/style.css", serve("style.css", "text/css; charset=utf-8"))
 }
 
 func serve(name, contentType string) gin.HandlerFunc {
@@ -42,6 +45,7 @@ func serve(name, contentType string) gin.HandlerFunc {
 		if name == "index.html" {
 			c.Header("Content-Security-Policy", csp)
 		}
+		c.Header("Content-Length", strconv.Itoa(len(b))) // for a HEAD too
 		c.Data(http.StatusOK, contentType, b)
 	}
 }

@@ -46,5 +46,16 @@ func TestMountServesThePageAndItsAssets(t *testing.T) {
 		if csp := resp.Header.Get("Content-Security-Policy"); (c.path == "/") != strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("GET %s: Content-Security-Policy %q", c.path, csp)
 		}
+		head, err := http.Head(srv.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, _ := io.ReadAll(head.Body)
+		head.Body.Close()
+		if head.StatusCode != http.StatusOK || len(hb) != 0 || head.ContentLength != int64(len(b)) ||
+			head.Header.Get("Content-Type") != resp.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s = %d, Content-Length %d, %d body bytes, %q; want GET's 200, %d, none, %q", c.path,
+				head.StatusCode, head.ContentLength, len(hb), head.Header.Get("Content-Type"), len(b), resp.Header.Get("Content-Type"))
+		}
 	}
 }
