@@ -229,10 +229,8 @@ func isReservedReference(addr netip.Addr) bool {
 	if addr.Is6() && !globalUnicast6.Contains(addr) {
 		return true
 	}
-	if a := addr.As16(); addr.Is6() {
-		if v4, ok := tunnelledIPv4(&a); ok {
-			return isReservedReference(v4)
-		}
+	if v4, _, ok := lookup.TunnelledIPv4(addr); ok && addr.Is6() {
+		return isReservedReference(v4)
 	}
 	for _, p := range reservedPrefixes {
 		if p.Contains(addr) {

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6 Special-Purpose
@@ -55,20 +57,6 @@ var reserved4, reserved6 = func() (v4 []struct{ base, mask uint32 }, v6 []netip.
 // reserved by IANA.
 var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
-// tunnelledIPv4 returns the IPv4 address a 6to4 address (2002::/16, RFC 3056: bits
-// 16-47) or a Teredo address (2001::/32, RFC 4380: the client's, inverted in the last 32
-// bits) carries. Such an address stands for the host behind that IPv4 address, so it is
-// reserved when that one is: 6to4 of 10.1.2.3, Teredo of 192.168.1.1.
-func tunnelledIPv4(a *[16]byte) (netip.Addr, bool) {
-	switch {
-	case a[0] == 0x20 && a[1] == 0x02:
-		return netip.AddrFrom4([4]byte{a[2], a[3], a[4], a[5]}), true
-	case a[0] == 0x20 && a[1] == 0x01 && a[2] == 0 && a[3] == 0:
-		return netip.AddrFrom4([4]byte{^a[12], ^a[13], ^a[14], ^a[15]}), true
-	}
-	return netip.Addr{}, false
-}
-
 // isReserved reports whether addr (already unmapped) is in a range that is never a
 // public host on the Internet.
 func isReserved(addr netip.Addr) bool {
@@ -91,8 +79,9 @@ func isReserved(addr netip.Addr) bool {
 	if !globalUnicast6.Contains(addr) {
 		return true // unique-local, NAT64 (64:ff9b::/96), IPv4-compatible, unallocated...
 	}
-	a := addr.As16()
-	if v4, ok := tunnelledIPv4(&a); ok {
+	// 6to4 and Teredo stand for the IPv4 host they carry: 6to4 of 10.1.2.3 or Teredo of
+	// 192.168.1.1 is no more public than that address.
+	if v4, _, ok := lookup.TunnelledIPv4(addr); ok {
 		return isReserved(v4)
 	}
 	for _, p := range reserved6 {
