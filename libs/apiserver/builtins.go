@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,17 +20,17 @@ import (
 )
 
 // registerBuiltins adds /healthz, /readyz, /metrics, /openapi.json and
-// /docs. They are not rate limited: orchestrators and scrapers poll them.
+// /docs, each for GET and HEAD. They are not rate limited: orchestrators
+// and scrapers poll them.
 func (s *Server[A]) registerBuiltins() {
-	r := s.routes
-	r.GET("/healthz", func(c *gin.Context) {
+	s.get("/healthz", func(c *gin.Context) {
 		c.Header("Cache-Control", "no-store")
 		c.JSON(http.StatusOK, gin.H{"status": "ok"})
 	})
-	r.GET("/readyz", s.readyz)
+	s.get("/readyz", s.readyz)
 	if s.set.metrics {
 		h := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry, ErrorLog: nil})
-		r.GET("/metrics", gin.WrapH(h))
+		s.get("/metrics", gin.WrapH(h))
 	}
 	openapiJSON := func(c *gin.Context) {
 		b, err := s.docs.json(s.forwardedPrefix(c.Request) + "/")
@@ -37,9 +38,12 @@ func (s *Server[A]) registerBuiltins() {
 			s.abortWithError(c, err)
 			return
 		}
+		// Its length is known: a HEAD then says it too (net/http counts
+		// only bodies that fit its 2 KB buffer, and never a HEAD's).
+		c.Header("Content-Length", strconv.Itoa(len(b)))
 		c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	}
-	r.GET("/openapi.json", openapiJSON)
+	s.get("/openapi.json", openapiJSON)
 	ui := ginSwagger.WrapHandler(&webdav.Handler{FileSystem: readOnlyFS{swaggerFiles.FS}, LockSystem: webdav.NewMemLS()},
 		// Relative to /docs/index.html, so it also resolves behind a proxy
 		// that mounts the service under a prefix.
@@ -48,8 +52,8 @@ func (s *Server[A]) registerBuiltins() {
 		ginSwagger.PersistAuthorization(true),
 	)
 	// A relative redirect keeps whatever prefix a proxy added.
-	r.GET("/docs", func(c *gin.Context) { relativeRedirect(c, "docs/index.html") })
-	r.GET("/docs/*any", func(c *gin.Context) {
+	s.get("/docs", func(c *gin.Context) { relativeRedirect(c, "docs/index.html") })
+	s.get("/docs/*any", func(c *gin.Context) {
 		switch c.Param("any") {
 		case "/":
 			relativeRedirect(c, "index.html")
@@ -61,14 +65,28 @@ func (s *Server[A]) registerBuiltins() {
 			openapiJSON(c)
 			return
 		}
+		if c.Request.Method == http.MethodHead {
+			// gin-swagger answers 405 to anything but GET. The response
+			// still belongs to the HEAD request, so net/http drops the body.
+			c.Request = c.Request.Clone(c.Request.Context())
+			c.Request.Method = http.MethodGet
+		}
 		ui(c)
 	})
+}
+
+// get routes GET and HEAD on path to h: a HEAD answers as GET does,
+// without the body (RFC 9110 §9.3.2; net/http drops what h writes).
+func (s *Server[A]) get(path string, h gin.HandlerFunc) {
+	s.routes.Match([]string{http.MethodGet, http.MethodHead}, path, h)
 }
 
 // relativeRedirect answers 302 with a relative Location (http.Redirect
 // would make it absolute and lose a proxy's prefix).
 func relativeRedirect(c *gin.Context, to string) {
 	c.Header("Location", to)
+	// Said, not left to net/http: it counts no length for a HEAD.
+	c.Header("Content-Length", "0")
 	c.Status(http.StatusFound)
 	c.Writer.WriteHeaderNow()
 }

@@ -589,9 +589,14 @@ func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs
 		return nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
+		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 			return NewError(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not supported: send application/json", ct))
+		}
+		// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another
+		// charset would be read as UTF-8 and its text changed.
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return NewError(http.StatusUnsupportedMediaType, fmt.Sprintf("charset %q is not supported: JSON is UTF-8, send charset=utf-8 or no charset", cs))
 		}
 	} else {
 		return NewError(http.StatusUnsupportedMediaType, "Content-Type is missing: send application/json")
@@ -608,6 +613,13 @@ func (b *binder) bindBody(c *gin.Context, field reflect.Value, limit int64, errs
 		return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body is larger than %d bytes", limit))
 	}
 	c.Set(bodyReadKey, true)
+	// encoding/json would read a byte that is not UTF-8 as U+FFFD: the
+	// handler would then see text the client never sent.
+	if at, field, bad := schema.InvalidUTF8(data, "body"); bad {
+		return &Error{Status: http.StatusBadRequest,
+			Message: fmt.Sprintf("Request body is not valid UTF-8 (byte %d): JSON must be UTF-8", at),
+			Details: []FieldError{{Field: field, Message: fmt.Sprintf("is not valid UTF-8 (byte %d of the body)", at)}}}
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		if b.bodyReq {
 			*errs = append(*errs, FieldError{Field: "body", Message: "is required"})

@@ -58,7 +58,14 @@ func (s *Server[A]) setupLimiter() error {
 		return fmt.Errorf("register rate limiter metrics: %w", err)
 	}
 	s.limiter, s.redisLimited = guard, true
-	s.AddReadinessCheck("redis", func(ctx context.Context) error { return client.Ping(ctx).Err() })
+	if s.set.failClosed {
+		// Only then does an unreachable Redis refuse requests. Failing
+		// open, the service still answers without it: were it a readiness
+		// check, a Redis outage would take every replica out of its load
+		// balancer (a Kubernetes Service's endpoints) at once. A service
+		// whose own data lives in Redis adds a check of its own.
+		s.AddReadinessCheck("redis", func(ctx context.Context) error { return client.Ping(ctx).Err() })
+	}
 	return nil
 }
 

@@ -116,8 +116,10 @@ func TestRedisLimitIsSharedAcrossInstances(t *testing.T) {
 	if code, _ := get(t, a.URL+"/healthz"); code != 200 {
 		t.Errorf("healthz with Redis down = %d", code)
 	}
-	if code, _ := get(t, a.URL+"/readyz"); code != 503 {
-		t.Errorf("readyz with Redis down = %d, want 503", code)
+	// Failing open, the instance serves without Redis: it stays ready, or
+	// a Redis outage would take every replica out of its load balancer.
+	if code, body := get(t, a.URL+"/readyz"); code != 200 || strings.Contains(body, "redis") {
+		t.Errorf("readyz with Redis down, failing open = %d %s, want 200 without a redis check", code, body)
 	}
 
 	rds.Start()
@@ -145,12 +147,17 @@ func TestRedisDownFailClosed(t *testing.T) {
 	if code != 503 || !strings.Contains(body, "Rate limiter unavailable") {
 		t.Fatalf("fail closed with Redis down: %d %s", code, body)
 	}
+	// Requests are refused: the instance is not ready either.
+	if code, body := get(t, a.URL+"/readyz"); code != 503 || !strings.Contains(body, `"redis":"unavailable"`) {
+		t.Errorf("readyz with Redis down, failing closed = %d %s, want 503 naming redis", code, body)
+	}
 }
 
 // TestCallerRedisClient: with Config.Redis the counters live on the
 // caller's client (REDIS_URL, here pointing nowhere, is not opened), /readyz
-// pings it, and Stop leaves it open for its owner to close.
+// pings it (failing closed), and Stop leaves it open for its owner to close.
 func TestCallerRedisClient(t *testing.T) {
+	failClosed := true
 	rds := redistest.Start(t)
 	client, err := redisconn.Open(rds.URL())
 	if err != nil {
@@ -158,10 +165,11 @@ func TestCallerRedisClient(t *testing.T) {
 	}
 	defer client.Close()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
-		Getenv:      func(k string) string { return map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0"}[k] },
-		Logger:      slog.New(slog.DiscardHandler),
-		Redis:       client,
-		ServiceName: "mine",
+		Getenv:              func(k string) string { return map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0"}[k] },
+		Logger:              slog.New(slog.DiscardHandler),
+		Redis:               client,
+		ServiceName:         "mine",
+		RateLimitFailClosed: &failClosed,
 	})
 	if err != nil {
 		t.Fatal(err)

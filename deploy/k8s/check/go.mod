@@ -3,6 +3,7 @@ module github.com/apistack/platform/deploy/k8s/check
 go 1.26.8
 
 require (
+	github.com/dlclark/regexp2 v1.11.5
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	sigs.k8s.io/kustomize/api v0.21.2

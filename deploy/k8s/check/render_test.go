@@ -141,6 +141,7 @@ func TestStrictDecodingRejectsUnknownFields(t *testing.T) {
 func TestBase(t *testing.T) {
 	tr := render(t, "base", nil)
 	checkCommon(t, tr)
+	checkEnvironment(t, tr, "development")
 	if len(tr.statefulSets) != 1 || tr.statefulSets[0].Name != "redis" {
 		t.Errorf("base: want the development Redis StatefulSet, have %d StatefulSets", len(tr.statefulSets))
 	}
@@ -161,6 +162,7 @@ func TestBase(t *testing.T) {
 func TestProduction(t *testing.T) {
 	tr := render(t, "overlays/production", map[string]string{"secrets.env": productionSecrets})
 	checkCommon(t, tr)
+	checkEnvironment(t, tr, "production")
 	if len(tr.statefulSets) != 0 {
 		t.Errorf("production: %d StatefulSets; Redis is external", len(tr.statefulSets))
 	}
@@ -226,6 +228,8 @@ func checkCommon(t *testing.T, tr *tree) {
 			t.Errorf("%s: Ingress %s: x-forwarded-prefix %q, want /%s", tr.name, ing.Name, prefix, ing.Name)
 		}
 	}
+	checkTrustedProxies(t, tr)
+	checkIngressRoutes(t, tr)
 	chat := findIngress(tr, "chat")
 	if chat == nil {
 		t.Errorf("%s: no chat Ingress", tr.name)

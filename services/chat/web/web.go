@@ -23,18 +23,13 @@ const csp = "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' dat
 // Mount serves the client on e: / and its assets, all with relative links
 // so the page works under a proxy's path prefix (/chat/). It is apart from
 // live delivery (internal/realtime), which only speaks the WebSocket
-// protocol the page uses. Each file answers HEAD as it answers GET, without
-// the body (gin routes HEAD only where it is registered: 405 otherwise).
+// protocol the page uses.
+// Each answers HEAD as it answers GET, as the library's routes do.
 func Mount(e *gin.Engine) {
-	for path, file := range map[string]struct{ name, contentType string }{
-		"/":          {"index.html", "text/html; charset=utf-8"},
-		"/app.js":    {"app.js", "text/javascript; charset=utf-8"},
-		"/style.css": {"style.css", "text/css; charset=utf-8"},
-	} {
-		h := serve(file.name, file.contentType)
-		e.GET(path, h)
-		e.HEAD(path, h)
-	}
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/", serve("index.html", "text/html; charset=utf-8"))
+	e.Match(getHead, "/app.js", serve("app.js", "text/javascript; charset=utf-8"))
+	e.Match(getHead, "/style.css", serve("style.css", "text/css; charset=utf-8"))
 }
 
 func serve(name, contentType string) gin.HandlerFunc {
@@ -50,8 +45,7 @@ func serve(name, contentType string) gin.HandlerFunc {
 		if name == "index.html" {
 			c.Header("Content-Security-Policy", csp)
 		}
-		// Stated, so a HEAD says it too: net/http computes none for a HEAD.
-		c.Header("Content-Length", strconv.Itoa(len(b)))
+		c.Header("Content-Length", strconv.Itoa(len(b))) // for a HEAD too
 		c.Data(http.StatusOK, contentType, b)
 	}
 }

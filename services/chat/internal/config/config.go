@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,11 @@ const DefaultPort = 3000
 
 // maxLimit bounds the CHAT_MAX_* variables: a limit is there to stay small.
 const maxLimit = 100_000
+
+// placeholderTokens are the CHAT_ADMIN_TOKEN values the repository publishes (compose, the
+// Kubernetes base, the docs, the production secrets example): anyone may know them, so
+// production refuses them.
+var placeholderTokens = []string{"dev-admin-token-change-me", "replace-with-a-long-random-token"}
 
 // maxWriters bounds CHAT_WS_WRITERS: more writers than cores only take
 // the Ps the network poller needs.
@@ -170,6 +176,8 @@ func Load(getenv func(string) string) (Config, error) {
 		c.AdminToken, c.AdminTokenGenerated = t, true
 	case len(c.AdminToken) < 16:
 		errs = append(errs, errors.New("CHAT_ADMIN_TOKEN: want at least 16 characters"))
+	case c.Production() && slices.Contains(placeholderTokens, c.AdminToken):
+		errs = append(errs, fmt.Errorf("CHAT_ADMIN_TOKEN is %q, a placeholder published in this repository: set a random token in production (openssl rand -hex 32)", c.AdminToken))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

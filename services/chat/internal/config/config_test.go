@@ -52,6 +52,23 @@ func TestProductionNeedsAnAdminToken(t *testing.T) {
 	}
 }
 
+// The repository's placeholder tokens start a development instance but not a production one.
+func TestProductionRefusesPlaceholderAdminTokens(t *testing.T) {
+	for _, token := range []string{"dev-admin-token-change-me", "replace-with-a-long-random-token"} {
+		_, err := Load(envOf(map[string]string{"NODE_ENV": "production", "CHAT_ADMIN_TOKEN": token}))
+		if err == nil || !strings.Contains(err.Error(), "CHAT_ADMIN_TOKEN") || !strings.Contains(err.Error(), "placeholder") {
+			t.Errorf("production with %q: err = %v", token, err)
+		}
+		if c, err := Load(envOf(map[string]string{"NODE_ENV": "development", "CHAT_ADMIN_TOKEN": token})); err != nil || c.AdminToken != token {
+			t.Errorf("development with %q: %v", token, err)
+		}
+	}
+	if _, err := Load(envOf(map[string]string{"NODE_ENV": "production", "CHAT_ADMIN_TOKEN": "short-prod-token"[:15]})); err == nil ||
+		!strings.Contains(err.Error(), "CHAT_ADMIN_TOKEN: want at least 16 characters") {
+		t.Errorf("production with a 15-character token: err = %v", err)
+	}
+}
+
 func TestInvalidValuesNameTheVariable(t *testing.T) {
 	for k, v := range map[string]string{
 		"PORT": "x", "CHAT_HISTORY": "0", "CHAT_PUBLIC_READ": "maybe", "LOG_LEVEL": "loud",

@@ -131,6 +131,7 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	if _, err := httpapi.Register(srv, svc); err != nil {
 		t.Fatal(err)
 	}
+	srv.AddReadinessCheck("chat store", svc.Ready) // as cmd/chat: the library checks Redis only failing closed
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,5 +52,45 @@ func TestServeWiringAndMaskedSettings(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestReadinessDependsOnRedisOnlyWhenFailingClosed: with Redis stopped, a geoip whose rate
+// limiter fails open (the default) keeps answering and stays ready, so a Redis outage does
+// not empty its load balancer; one that fails closed refuses lookups and is not ready.
+func TestReadinessDependsOnRedisOnlyWhenFailingClosed(t *testing.T) {
+	status := func(url string) (int, string) {
+		t.Helper()
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		failClosed       string
+		lookup, readyz   int
+		redisInReadiness bool
+	}{
+		{"false", http.StatusOK, http.StatusOK, false},
+		{"true", http.StatusServiceUnavailable, http.StatusServiceUnavailable, true},
+	} {
+		t.Run("RATE_LIMIT_FAIL_CLOSED="+tc.failClosed, func(t *testing.T) {
+			rds := redistest.Start(t)
+			p := startGeoip(t, map[string]string{"REDIS_URL": rds.URL(), "RATE_LIMIT_FAIL_CLOSED": tc.failClosed})
+			if code, body := status(p.base + "/readyz"); code != http.StatusOK {
+				t.Fatalf("/readyz with Redis up: %d %s", code, body)
+			}
+			rds.Stop()
+			if code, body := status(p.base + "/8.8.8.8/country/"); code != tc.lookup {
+				t.Errorf("lookup with Redis stopped: %d %s, want %d", code, body, tc.lookup)
+			}
+			code, body := status(p.base + "/readyz")
+			if code != tc.readyz || strings.Contains(body, `"redis"`) != tc.redisInReadiness {
+				t.Errorf("/readyz with Redis stopped: %d %s, want %d (redis check listed: %v)", code, body, tc.readyz, tc.redisInReadiness)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,8 @@ type Manager struct {
 	loaded fileStat // of the file behind cur, when it came from path
 	failed fileStat // last stat that failed to load, not retried until it changes
 	subs   map[chan lookup.Info]struct{}
+
+	syncDir func(dir string) error // after a rename into dir; tests record the order
 }
 
 // ErrClosed is returned by lookups after Close.
@@ -120,7 +123,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MetricsName == "" {
 		cfg.MetricsName = "database"
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{})}
+	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{}), syncDir: syncDir}
 	m.metrics = newMetrics(m, "geoip_"+cfg.MetricsName)
 	var db lookup.DB
 	var err error
@@ -324,7 +327,9 @@ func (m *Manager) Install(path string) error {
 
 // InstallFile loads src and verifies it; only then renames it to dst (same file system),
 // swaps it in and watches dst. The updater calls it with a downloaded file, so that a bad
-// download never replaces the good file on disk.
+// download never replaces the good file on disk. The caller has synced src's data; the
+// rename is synced here (dst's directory), so a crash leaves the old file or the new one,
+// whole.
 func (m *Manager) InstallFile(src, dst string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -332,6 +337,10 @@ func (m *Manager) InstallFile(src, dst string) error {
 	if err == nil && src != dst {
 		if err = os.Rename(src, dst); err != nil {
 			db.Close()
+		} else if serr := m.syncDir(filepath.Dir(dst)); serr != nil {
+			// The new file is in place and serves; only a crash now could
+			// bring the old name back.
+			m.log.Warn("database installed, but its directory could not be synced", "path", dst, "err", serr)
 		}
 	}
 	if err != nil {
@@ -348,6 +357,20 @@ func (m *Manager) InstallFile(src, dst string) error {
 	m.loaded, _ = statFile(dst)
 	m.failed = fileStat{}
 	return nil
+}
+
+// syncDir makes the renames in dir durable: a rename is an entry of its directory, and
+// without this a crash could leave the old entry (or none) after InstallFile returned.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (m *Manager) openVerified(path string) (lookup.DB, error) {

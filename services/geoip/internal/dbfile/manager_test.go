@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -451,5 +452,42 @@ func TestLocationKeysBelongToTheirDatabase(t *testing.T) {
 	m.Close()
 	if _, _, _, ok := m.LocationKey(netip.MustParseAddr("8.8.8.8")); ok {
 		t.Error("a closed manager keys addresses")
+	}
+}
+
+// TestInstallFileSyncsTheDirectoryAfterTheRename: the rename of a verified download over
+// the serving file is made durable by syncing the directory, once the new name holds the
+// new file; a failing directory sync is logged and the installed database still serves.
+func TestInstallFileSyncsTheDirectoryAfterTheRename(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "db.BIN")
+	writeAtomically(t, dst, binWithCity(t, "Old"))
+	m := newManager(t, dbfile.Config{Path: dst, PollInterval: -1})
+	src := filepath.Join(dir, ".download.BIN")
+	for i, syncErr := range []error{nil, errors.New("i/o error")} {
+		want := fmt.Sprintf("New %d", i)
+		fresh := binWithCity(t, want)
+		if err := os.WriteFile(src, fresh, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var synced []string
+		dbfile.SetSyncDir(m, func(d string) error {
+			got, _ := os.ReadFile(dst)
+			_, srcErr := os.Stat(src)
+			synced = append(synced, d)
+			if !bytes.Equal(got, fresh) || !errors.Is(srcErr, os.ErrNotExist) {
+				t.Errorf("directory synced before the rename (target new: %v, source gone: %v)", bytes.Equal(got, fresh), srcErr != nil)
+			}
+			return syncErr
+		})
+		if err := m.InstallFile(src, dst); err != nil {
+			t.Fatalf("install (directory sync error %v): %v", syncErr, err)
+		}
+		if len(synced) != 1 || synced[0] != dir {
+			t.Errorf("directories synced: %q, want [%s]", synced, dir)
+		}
+		if got := city(t, m, "8.8.8.8"); got != want {
+			t.Errorf("serving %q after the install", got)
+		}
 	}
 }

@@ -133,6 +133,47 @@ func TestIsReserved(t *testing.T) {
 	}
 }
 
+// teredo is the Teredo address (RFC 4380) of a client behind NAT at client, through the
+// server 65.54.227.120 (RFC 4380's example): the client's address and port are inverted.
+func teredo(client string) netip.Addr {
+	c := netip.MustParseAddr(client).As4()
+	return netip.AddrFrom16([16]byte{0x20, 0x01, 0, 0, 65, 54, 227, 120, 0x80, 0, 0x63, 0xbf, ^c[0], ^c[1], ^c[2], ^c[3]})
+}
+
+// TestTunnelledAddressesAreReservedAsTheirIPv4: a 6to4 or Teredo address carrying a private,
+// loopback or otherwise reserved IPv4 address is reserved; one carrying a public address is
+// looked up.
+func TestTunnelledAddressesAreReservedAsTheirIPv4(t *testing.T) {
+	if got := teredo("192.0.2.45"); got != netip.MustParseAddr("2001:0:4136:e378:8000:63bf:3fff:fdd2") {
+		t.Fatalf("teredo(192.0.2.45) = %s, not RFC 4380's example", got)
+	}
+	for _, tc := range []struct {
+		addr     netip.Addr
+		reserved bool
+	}{
+		{teredo("192.168.1.1"), true},
+		{teredo("10.0.0.1"), true},
+		{teredo("172.16.5.4"), true},
+		{teredo("127.0.0.1"), true},
+		{teredo("169.254.0.1"), true},
+		{teredo("100.64.0.1"), true},
+		{teredo("192.0.2.45"), true}, // documentation
+		{teredo("0.0.0.0"), true},
+		{teredo("8.8.8.8"), false},
+		{teredo("81.2.69.142"), false},
+		{netip.MustParseAddr("2001:0:4136:e378:8000:63bf:0:0"), true}, // 255.255.255.255
+		{netip.MustParseAddr("2002:6440:1::1"), true},                 // 6to4 of 100.64.0.1
+		{netip.MustParseAddr("2002:a9fe:101::1"), true},               // 6to4 of 169.254.1.1
+		{netip.MustParseAddr("2002:7f00:1::1"), true},                 // 6to4 of 127.0.0.1
+		{netip.MustParseAddr("2002:5102:458e::1"), false},             // 6to4 of 81.2.69.142
+		{netip.MustParseAddr("2001:1::1"), false},                     // outside Teredo's /32
+	} {
+		if got := isReserved(tc.addr); got != tc.reserved {
+			t.Errorf("isReserved(%s) = %v, want %v", tc.addr, got, tc.reserved)
+		}
+	}
+}
+
 func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
 	for _, p := range []string{"/", "/json/", "/8.8.8.8/json/", "/a/b/c", "//x", "/unknown"} {
 		r := &httpRequestStub{path: p}
@@ -188,6 +229,9 @@ func isReservedReference(addr netip.Addr) bool {
 	if addr.Is6() && !globalUnicast6.Contains(addr) {
 		return true
 	}
+	if v4, _, ok := lookup.TunnelledIPv4(addr); ok && addr.Is6() {
+		return isReservedReference(v4)
+	}
 	for _, p := range reservedPrefixes {
 		if p.Contains(addr) {
 			return true
@@ -202,7 +246,7 @@ func TestIsReservedMatchesTheReference(t *testing.T) {
 	var addrs []netip.Addr
 	for _, p := range append(reservedPrefixes, netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"),
 		netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("169.254.0.0/16"),
-		netip.MustParsePrefix("224.0.0.0/4"), globalUnicast6) {
+		netip.MustParsePrefix("224.0.0.0/4"), globalUnicast6, netip.MustParsePrefix("2002::/16"), netip.MustParsePrefix("2001::/32")) {
 		first := p.Masked().Addr()
 		last := first
 		for range 1 << min(p.Addr().BitLen()-p.Bits(), 16) { // walk to the end of small prefixes
@@ -220,6 +264,10 @@ func TestIsReservedMatchesTheReference(t *testing.T) {
 			b[j] = byte(r.UintN(256))
 		}
 		b[0] &= 0x3f // mostly 0000::/2, where the global unicast space and the reserved ranges are
+		addrs = append(addrs, netip.AddrFrom16(b))
+		b[0], b[1], b[2], b[3] = 0x20, 0x01, 0, 0 // Teredo
+		addrs = append(addrs, netip.AddrFrom16(b))
+		b[1] = 0x02 // 6to4
 		addrs = append(addrs, netip.AddrFrom16(b))
 	}
 	for _, a := range addrs {

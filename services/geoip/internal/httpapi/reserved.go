@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // reservedPrefixes are the special-purpose ranges (IANA IPv4 and IPv6 Special-Purpose
@@ -29,10 +31,6 @@ var reservedPrefixes = func() []netip.Prefix {
 		"5f00::/16",       // SRv6 SIDs
 		"64:ff9b:1::/48",  // local-use IPv4/IPv6 translation
 		"fec0::/10",       // deprecated site-local
-		"2002:a00::/24",   // 6to4 of 10.0.0.0/8
-		"2002:ac10::/28",  // 6to4 of 172.16.0.0/12
-		"2002:c0a8::/32",  // 6to4 of 192.168.0.0/16
-		"2002:7f00::/24",  // 6to4 of 127.0.0.0/8
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}
@@ -40,7 +38,7 @@ var reservedPrefixes = func() []netip.Prefix {
 }()
 
 // reserved4 and reserved6 are reservedPrefixes by family, IPv4 as masked numbers: every
-// answer asks isReserved, and testing a public IPv4 address against all 22 prefixes with
+// answer asks isReserved, and testing a public IPv4 address against all its prefixes with
 // Prefix.Contains cost more than the JSON encoding of a cached answer.
 var reserved4, reserved6 = func() (v4 []struct{ base, mask uint32 }, v6 []netip.Prefix) {
 	for _, p := range reservedPrefixes {
@@ -80,6 +78,11 @@ func isReserved(addr netip.Addr) bool {
 	}
 	if !globalUnicast6.Contains(addr) {
 		return true // unique-local, NAT64 (64:ff9b::/96), IPv4-compatible, unallocated...
+	}
+	// 6to4 and Teredo stand for the IPv4 host they carry: 6to4 of 10.1.2.3 or Teredo of
+	// 192.168.1.1 is no more public than that address.
+	if v4, _, ok := lookup.TunnelledIPv4(addr); ok {
+		return isReserved(v4)
 	}
 	for _, p := range reserved6 {
 		if p.Contains(addr) {

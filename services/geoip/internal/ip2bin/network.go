@@ -3,6 +3,8 @@ package ip2bin
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // u128 is an address as a number: hi holds the first 8 bytes of an IPv6 address.
@@ -22,11 +24,6 @@ func lowMask(n int) u128 {
 	}
 	return u128{^uint64(0), ^uint64(0)}
 }
-
-var (
-	prefix6to4   = netip.MustParsePrefix("2002::/16")
-	prefixTeredo = netip.MustParsePrefix("2001::/32")
-)
 
 // row is the BIN row that answers for an address, found by rowFor.
 type row struct {
@@ -54,7 +51,7 @@ func (d *DB) rowFor(addr netip.Addr) row {
 		ip = u128{0, uint64(binary.BigEndian.Uint32(a[:]))}
 		width, base, count, indexBase, rowSize = 32, int(h.base4)-1, int(h.count4), int(h.index4)-1, 4*int(h.columns)
 	} else {
-		if h.count6 == 0 || prefix6to4.Contains(addr) || prefixTeredo.Contains(addr) {
+		if _, _, tunnelled := lookup.TunnelledIPv4(addr); h.count6 == 0 || tunnelled {
 			return row{}
 		}
 		a := addr.As16()
@@ -140,7 +137,7 @@ func (d *DB) rowFor(addr netip.Addr) row {
 // holds it inverted in the last 32 bits (the server and port before them are the
 // address's own), so the block is the address's first 96 bits plus n, /(96+n).
 func (d *DB) network(addr netip.Addr) netip.Prefix {
-	if v4, offset, ok := tunnelled(addr); ok {
+	if v4, offset, ok := lookup.TunnelledIPv4(addr); ok {
 		p := d.rowNetwork(v4, d.rowFor(v4))
 		if !p.IsValid() {
 			return netip.Prefix{}
@@ -152,22 +149,6 @@ func (d *DB) network(addr netip.Addr) netip.Prefix {
 		return np
 	}
 	return d.rowNetwork(addr, d.rowFor(addr))
-}
-
-// tunnelled returns the IPv4 address a 6to4 or Teredo address carries and the bit offset
-// of its block in the IPv6 address (16 or 96).
-func tunnelled(addr netip.Addr) (netip.Addr, int, bool) {
-	if !addr.Is6() || addr.Is4In6() {
-		return netip.Addr{}, 0, false
-	}
-	a := addr.As16()
-	switch {
-	case prefix6to4.Contains(addr):
-		return netip.AddrFrom4([4]byte{a[2], a[3], a[4], a[5]}), 16, true
-	case prefixTeredo.Contains(addr):
-		return netip.AddrFrom4([4]byte{^a[12], ^a[13], ^a[14], ^a[15]}), 96, true
-	}
-	return netip.Addr{}, 0, false
 }
 
 func (d *DB) rowNetwork(addr netip.Addr, r row) netip.Prefix {

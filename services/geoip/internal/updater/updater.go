@@ -53,6 +53,8 @@ type Updater struct {
 	attempts prometheus.Counter
 	failures prometheus.Counter
 	last     prometheus.Gauge
+	// syncFile is (*os.File).Sync; tests record when it runs.
+	syncFile func(*os.File) error
 }
 
 // New checks cfg and returns an Updater.
@@ -82,9 +84,10 @@ func New(cfg Config, inst Installer) (*Updater, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Updater{
-		cfg:     cfg,
-		inst:    inst,
-		secrets: secretsOf(cfg),
+		cfg:      cfg,
+		inst:     inst,
+		secrets:  secretsOf(cfg),
+		syncFile: (*os.File).Sync,
 		attempts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "geoip_database_update_attempts_total",
 			Help: "Downloads of the database product attempted.",
@@ -255,11 +258,16 @@ func (u *Updater) unpack(archive, dir string) (string, error) {
 		return "", fmt.Errorf("unpack %s: %w", u.cfg.Product, err)
 	}
 	n, err := io.Copy(out, io.LimitReader(rc, u.cfg.MaxBytes+1))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil && n > u.cfg.MaxBytes {
 		err = fmt.Errorf("%s is larger than %d bytes", best.Name, u.cfg.MaxBytes)
+	}
+	if err == nil {
+		// On disk before the installer renames it over the serving file: renamed
+		// first, a crash could leave the target name on a file without its data.
+		err = u.syncFile(out)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
 	if err == nil {
 		err = os.Chmod(out.Name(), 0o644)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -286,5 +288,79 @@ func TestConfigIsChecked(t *testing.T) {
 		if _, err := updater.New(cfg, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// recordingInstaller notes each install before handing it on.
+type recordingInstaller struct {
+	next   updater.Installer
+	events *[]string
+}
+
+func (r recordingInstaller) InstallFile(src, dst string) error {
+	*r.events = append(*r.events, "install "+filepath.Base(src))
+	return r.next.InstallFile(src, dst)
+}
+
+// TestUnpackedDatabaseIsSyncedBeforeInstall: the unpacked database is flushed to disk,
+// whole, before the installer renames it over the serving file; a crash after the rename
+// then finds the new file complete. A failing sync installs nothing.
+func TestUnpackedDatabaseIsSyncedBeforeInstall(t *testing.T) {
+	svc := &service{}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	m, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bin := binWithCity(t, "Synced")
+	body := zipOf(t, map[string][]byte{"IP2LOCATION-LITE-DB11.IPV6.BIN": bin})
+	svc.body.Store(&body)
+	target := filepath.Join(t.TempDir(), "DB11LITEBINIPV6.BIN")
+	var events []string
+	u, err := updater.New(updater.Config{Token: "s3cret", Product: "DB11LITEBINIPV6", Target: target,
+		URL: srv.URL + "/download/", Logger: quiet}, recordingInstaller{m, &events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var syncErr error
+	updater.SetSyncFile(u, func(f *os.File) error {
+		st, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, fmt.Sprintf("sync %s %d bytes", filepath.Base(f.Name()), st.Size()))
+		if syncErr != nil {
+			return syncErr
+		}
+		return f.Sync()
+	})
+
+	if err := u.Update(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || !strings.HasPrefix(events[0], "sync ") || !strings.HasPrefix(events[1], "install ") {
+		t.Fatalf("events %q, want a sync, then the install", events)
+	}
+	name := strings.TrimPrefix(events[1], "install ")
+	if want := fmt.Sprintf("sync %s %d bytes", name, len(bin)); events[0] != want {
+		t.Errorf("synced %q, want %q: the installed file, whole", events[0], want)
+	}
+	if city(t, m) != "Synced" {
+		t.Fatal("the update was not installed")
+	}
+
+	events, syncErr = nil, errors.New("disk full")
+	body2 := zipOf(t, map[string][]byte{"IP2LOCATION-LITE-DB11.IPV6.BIN": binWithCity(t, "Unsynced")})
+	svc.body.Store(&body2)
+	if err := u.Update(context.Background()); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("update with a failing sync: %v", err)
+	}
+	if len(events) != 1 || city(t, m) != "Synced" {
+		t.Errorf("a file that could not be synced was installed: events %q, city %q", events, city(t, m))
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(target), ".geoip-*")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
 	}
 }
