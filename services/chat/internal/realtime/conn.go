@@ -105,6 +105,10 @@ func (c *conn) pushControl(f *frame) {
 		return
 	}
 	if c.queued+1 > c.hub.opts.QueueSize {
+		// Closing from now on, so the frames that keep coming while the close
+		// handshake runs (a flooder's pings) neither queue nor count again:
+		// one slow socket is one slow consumer.
+		c.closing = true
 		c.mu.Unlock()
 		c.hub.metrics.slowCloses.Inc()
 		go c.closeWith(CloseSlowConsumer, "too slow to keep up; reconnect with since")
