@@ -474,7 +474,15 @@ func (c *conn) awaitAuth() bool {
 			}
 			continue
 		}
-		c.user.Store(&u)
+		if err := c.hub.authenticate(c, &u); errors.Is(err, errConnGone) {
+			return false
+		} else if err != nil {
+			// Reading needs this token and its user holds every socket it may:
+			// waiting would not help, closing one of its other sockets would.
+			_ = c.writeNow(limitFrame(f.ID, err))
+			c.closeWith(CloseTooManySockets, "too many sockets for this user")
+			return false
+		}
 		ref := u.Ref()
 		return c.writeNow(ackFrame{Type: typeAck, ID: f.ID, User: &ref}) == nil
 	}
@@ -564,7 +572,9 @@ func (c *conn) run(f clientFrame) any {
 		if err != nil {
 			return errorFor(f.ID, err)
 		}
-		c.user.Store(&u)
+		if err := c.hub.authenticate(c, &u); err != nil {
+			return limitFrame(f.ID, err) // the socket stays as it was
+		}
 		ref := u.Ref()
 		return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
 	}
@@ -595,7 +605,7 @@ func (c *conn) cleanup() {
 		c.room.leave(c)
 	}
 	c.hub.removeConn(c)
-	c.hub.release(c.ip, c.channel)
+	c.hub.releaseConn(c)
 	c.ws.CloseNow()
 	c.mu.Lock()
 	c.closing = true

@@ -66,8 +66,8 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 			http.StatusUnauthorized:       "Malformed Authorization header, or unknown token",
 			http.StatusForbidden:          "Origin not allowed",
 			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
-			http.StatusTooManyRequests:    "Too many sockets, or sockets on too many channels, from this address (CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
-			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets",
+			http.StatusTooManyRequests:    "Too many sockets for this user, from this address or its network, or sockets on too many channels from this address (CHAT_WS_MAX_SOCKETS_PER_USER, CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
+			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets, or anonymous sockets hold all but the share kept for users with a token (CHAT_WS_USER_RESERVE_PERCENT); see `reason`",
 		},
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
 		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientKey(c.Request))
@@ -118,18 +118,22 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	// The origin was checked above against CORS_ORIGIN, which is the
 	// service's one list of allowed sites.
-	if err := h.admit(ip, channel); err != nil {
+	if err := h.admit(ip, channel, user); err != nil {
 		return err
+	}
+	var userID string
+	if user != nil {
+		userID = user.ID
 	}
 	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
-		h.release(ip, channel)
+		h.release(ip, channel, userID)
 		return nil // Accept has answered the request
 	}
 	cn := newConn(h, ws, channel, user)
 	cn.ip = ip
 	if !h.addConn(cn) {
-		h.release(ip, channel)
+		h.release(ip, channel, userID)
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
 		return nil
 	}
