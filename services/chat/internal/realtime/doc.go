@@ -102,7 +102,9 @@ package realtime
 const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a WebSocket. " +
 	"Frames are JSON text; one frame may carry several objects, **one per line** (`\\n`-separated).\n\n" +
 	"**Reading** is anonymous while `CHAT_PUBLIC_READ=true`. Otherwise authenticate with an `Authorization: Bearer <token>` " +
-	"header, or (browsers cannot set headers) send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
+	"header, or (browsers cannot set headers) offer it as a subprotocol, `new WebSocket(url, [\"chat\", \"bearer.<token>\"])` " +
+	"(the server selects `chat`), or send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
+	"A socket with a token in its handshake counts as its user's from the start (see the limits below). " +
 	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade. " +
 	"A malformed `Authorization` header or an unknown token is 401 (as over REST), a store that cannot check the token 503.\n\n" +
 	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_user` past " +
@@ -113,7 +115,7 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"on a new channel past `CHAT_WS_MAX_CHANNELS_PER_IP` distinct channels from one address (default 20), 503 " +
 	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000), 503 `reason: too_many_anonymous_sockets` " +
 	"for a socket without a token when anonymous ones hold all but the share kept for users (`CHAT_WS_USER_RESERVE_PERCENT`, default 20%): " +
-	"connect with an `Authorization` header to use it. Counted per replica; an IPv6 " +
+	"connect with a token in the handshake (header or subprotocol) to use it. Counted per replica; an IPv6 " +
 	"address counts by its prefix, as for the rate limit (`RATE_LIMIT_IPV6_PREFIX`, /64 by default). A socket is anonymous until it " +
 	"authenticates; an `auth` frame for a user with all its sockets is answered by an `error` (`rate_limited`, 429, " +
 	"`reason: too_many_sockets_per_user`): the socket stays as it was, or, when reading needs the token, is closed with 4029.\n\n" +

@@ -36,8 +36,8 @@ type Limits struct {
 	// authenticated sockets may take (CHAT_WS_USER_RESERVE_PERCENT, 20,
 	// 0..99): anonymous ones may hold the rest, past which an anonymous
 	// handshake gets 503 too_many_anonymous_sockets. A socket is anonymous
-	// until it authenticates (Authorization header, or an auth frame), so
-	// some share must stay for browsers, which authenticate by frame.
+	// until it authenticates (a token in the handshake, or an auth frame),
+	// so some share must stay for clients that authenticate by frame.
 	UserReservePercent int
 	// MaxSocketsPerUser bounds the open sockets of one authenticated user
 	// on this replica (CHAT_WS_MAX_SOCKETS_PER_USER, 20); past it: 429
@@ -168,7 +168,7 @@ func (h *Hub) admit(ip, channel string, user *chat.User) error {
 	if user == nil {
 		if n := l.maxAnonymous(); n > 0 && h.anonymous >= n {
 			return h.refuse(reasonAnonymous, fmt.Sprintf("This replica keeps its last %d sockets for users with a token: "+
-				"connect with an Authorization header, or retry shortly (another replica may answer)", l.MaxSockets-n))
+				"connect with a token (an Authorization header, or the subprotocol bearer.<token>), or retry shortly (another replica may answer)", l.MaxSockets-n))
 		}
 	} else if h.userFull(user) {
 		return h.refuseUser()

@@ -215,9 +215,21 @@ func TestAnonymousSocketsCannotLockOutUsers(t *testing.T) {
 	if status, reason := refusalVia(t, stranger, r.base, "channel=general", nil); status != http.StatusServiceUnavailable || reason != "too_many_anonymous_sockets" {
 		t.Fatalf("anonymous socket past the share: %d %q, want 503 too_many_anonymous_sockets", status, reason)
 	}
-	// From that same address, with a token: in (14 sockets).
+	// From that same address, with a token: in (14 sockets), in a header or,
+	// as a browser can, offered as a subprotocol.
 	dialFrom(t, r.base, "channel=general", "127.0.2.1", bearer(adminToken)).hello()
-	dialFrom(t, r.base, "channel=general", "127.0.2.1", bearer(viewerTok)).hello()
+	byProtocol, _, err := tryDialWith(t, r.base, "channel=general", &websocket.DialOptions{HTTPClient: stranger,
+		Subprotocols: []string{realtime.ChatProtocol, realtime.TokenProtocol + viewerTok}})
+	if err != nil {
+		t.Fatalf("token offered as a subprotocol: %v", err)
+	}
+	if hello := byProtocol.hello(); hello.User == nil || hello.User.Name != "viewer1" || byProtocol.ws.Subprotocol() != realtime.ChatProtocol {
+		t.Fatalf("token offered as a subprotocol: hello for %+v, subprotocol %q", hello.User, byProtocol.ws.Subprotocol())
+	}
+	if _, resp, err := tryDialWith(t, r.base, "channel=general", &websocket.DialOptions{HTTPClient: stranger,
+		Subprotocols: []string{realtime.ChatProtocol, realtime.TokenProtocol + "unknown"}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unknown token offered as a subprotocol: %v, want 401", err)
+	}
 	// An anonymous reader that authenticates leaves the anonymous share...
 	if ack := anonymous[0].auth(laterTok); ack.Type != "ack" {
 		t.Fatalf("auth frame: %+v", ack)

@@ -101,15 +101,19 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		return apiserver.ForbiddenError("Origin " + r.Header.Get("Origin") + " is not allowed (CORS_ORIGIN)")
 	}
 	var user *chat.User
+	token := protocolToken(r)
 	if r.Header.Get("Authorization") != "" {
 		// The token is optional here, so the route is not an authenticated
 		// one: the library's header rule (malformed 401), then the one
 		// token check every transport makes, answered by the one mapping:
 		// unknown 401, store down 503, as over REST.
-		token, herr := apiserver.BearerToken(r)
+		t, herr := apiserver.BearerToken(r)
 		if herr != nil {
 			return herr
 		}
+		token = t
+	}
+	if token != "" {
 		u, err := h.svc.Authenticate(r.Context(), token)
 		if err != nil {
 			return apierr.HTTPError(err, apierr.InQuery)
@@ -125,7 +129,7 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	if user != nil {
 		userID = user.ID
 	}
-	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: []string{ChatProtocol}})
 	if err != nil {
 		h.release(ip, channel, userID)
 		return nil // Accept has answered the request
@@ -139,6 +143,31 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	go cn.serve(since, user == nil && !h.svc.PublicRead())
 	return nil
+}
+
+// ChatProtocol and TokenProtocol let a browser, which cannot set an
+// Authorization header on a WebSocket, send its token in the handshake:
+// new WebSocket(url, ["chat", "bearer." + token]). The server selects
+// "chat" (a browser fails a handshake that offered subprotocols and got
+// none back). A socket authenticated in the handshake counts as its
+// user's from the start, so it gets in when anonymous sockets hold their
+// whole share, where one that sends an auth frame after the upgrade would
+// be refused as anonymous.
+const (
+	ChatProtocol  = "chat"
+	TokenProtocol = "bearer."
+)
+
+// protocolToken is the token offered as a TokenProtocol subprotocol, or "".
+func protocolToken(r *http.Request) string {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(p), TokenProtocol); ok {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 func headerHas(h http.Header, name, token string) bool {
