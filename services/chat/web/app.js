@@ -15,6 +15,7 @@ const state = {
   reqId: 0,
   stopped: false,
   byId: new Map(), // message id -> <li>
+  offerToken: true, // offer the token in the handshake (see protocols)
 };
 
 function setStatus(text, cls) {
@@ -167,12 +168,28 @@ function handle(ev) {
   }
 }
 
+// protocols offers the token in the handshake (a browser cannot set an
+// Authorization header on a WebSocket), so the server counts the socket as
+// its user's from the start: it gets in even when anonymous readers hold
+// all the places they may. After a handshake that offered it and failed
+// (an unknown token answers 401, which a page cannot read), the next one
+// goes without, and the auth frame's error says what was wrong.
+function protocols() {
+  const t = token();
+  if (!t || !state.offerToken || !/^[A-Za-z0-9._~+-]+$/.test(t)) return undefined;
+  return ["chat", "bearer." + t];
+}
+
 function connect() {
   clearTimeout(state.timer);
-  const ws = new WebSocket(wsURL());
+  const offered = protocols();
+  const ws = new WebSocket(wsURL(), offered);
+  let opened = false;
   state.ws = ws;
   setStatus("connecting");
   ws.onopen = () => {
+    opened = true;
+    // Also when the handshake carried it: the ack names the user.
     if (token()) ws.send(JSON.stringify({ type: "auth", token: token(), id: ++state.reqId }));
   };
   ws.onmessage = (e) => {
@@ -189,9 +206,15 @@ function connect() {
   ws.onclose = (e) => {
     if (ws !== state.ws) return;
     state.ws = null;
+    state.offerToken = opened || !offered;
     if (e.code === 4001) {
       setStatus("needs a token", "down");
       showError("reading this chat needs a token");
+      return;
+    }
+    if (e.code === 4029) {
+      setStatus("too many sockets", "down");
+      showError("this account has too many sockets open on this server: close another tab, then reload");
       return;
     }
     // Reconnect with since=cursor after an exponential, jittered wait.
@@ -229,6 +252,7 @@ $("token-form").addEventListener("submit", (e) => {
   else sessionStorage.removeItem("chat.token");
   $("token").value = "";
   $("who").textContent = t ? "token set" : "";
+  state.offerToken = true;
   if (state.ws && state.ws.readyState === WebSocket.OPEN && t) {
     state.ws.send(JSON.stringify({ type: "auth", token: t, id: ++state.reqId }));
   }

@@ -52,8 +52,8 @@ type Config struct {
 	Limits chat.Limits
 	// SendLimit is CHAT_SEND_LIMIT, the per-user message rate (zero: off).
 	SendLimit chat.SendLimit
-	// Sockets are CHAT_WS_MAX_SOCKETS, CHAT_WS_MAX_SOCKETS_PER_IP and
-	// CHAT_WS_MAX_CHANNELS_PER_IP.
+	// Sockets are the CHAT_WS_MAX_*, CHAT_WS_USER_RESERVE_PERCENT and
+	// CHAT_WS_IPV*_NET_PREFIX limits (realtime.LimitsFromEnv).
 	Sockets realtime.Limits
 	// Writers is CHAT_WS_WRITERS, the goroutines that write to sockets
 	// (realtime.Options.Writers; zero: realtime.DefaultWriters).
@@ -82,7 +82,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_filters", c.Limits.Filters), slog.Int("max_regex_filters", c.Limits.RegexFilters),
 		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
 		slog.String("send_limit", c.SendLimit.String()),
-		slog.Int("ws_max_sockets", c.Sockets.MaxSockets), slog.Int("ws_max_sockets_per_ip", c.Sockets.MaxSocketsPerIP),
+		slog.Int("ws_max_sockets", c.Sockets.MaxSockets), slog.Int("ws_user_reserve_percent", c.Sockets.UserReservePercent),
+		slog.Int("ws_max_sockets_per_user", c.Sockets.MaxSocketsPerUser), slog.Int("ws_max_sockets_per_ip", c.Sockets.MaxSocketsPerIP),
+		slog.Int("ws_max_sockets_per_net", c.Sockets.MaxSocketsPerNet),
+		slog.Int("ws_ipv4_net_prefix", c.Sockets.IPv4NetPrefix), slog.Int("ws_ipv6_net_prefix", c.Sockets.IPv6NetPrefix),
 		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
 	)
 }

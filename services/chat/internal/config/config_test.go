@@ -75,7 +75,8 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		"APP_ENV": "staging", "CHAT_ADMIN_TOKEN": "short",
 		"CHAT_MAX_FILTERS": "0", "CHAT_MAX_REGEX_FILTERS": "-1", "CHAT_MAX_COMMANDS": "lots", "CHAT_MAX_CHANNELS": "100001",
 		"REDIS_URL": "http://x", "CHAT_WS_MAX_SOCKETS": "-1", "NODE_ENV": "test",
-		"CHAT_WS_WRITERS": "-1",
+		"CHAT_WS_WRITERS": "-1", "CHAT_WS_MAX_SOCKETS_PER_USER": "-1", "CHAT_WS_MAX_SOCKETS_PER_NET": "many",
+		"CHAT_WS_USER_RESERVE_PERCENT": "100", "CHAT_WS_IPV4_NET_PREFIX": "33", "CHAT_WS_IPV6_NET_PREFIX": "0",
 	} {
 		_, err := Load(envOf(map[string]string{k: v}))
 		if err == nil || !strings.Contains(err.Error(), k) {
@@ -183,6 +184,60 @@ func TestPublicReadUsesTheLibraryBooleans(t *testing.T) {
 		_, err := Load(envOf(map[string]string{"CHAT_PUBLIC_READ": v}))
 		if _, libErr := apiserver.ParseBool(v); err == nil || libErr == nil || !strings.Contains(err.Error(), "CHAT_PUBLIC_READ") || !strings.Contains(err.Error(), libErr.Error()) {
 			t.Errorf("CHAT_PUBLIC_READ=%s: err %v, want the library's refusal (%v)", v, err, libErr)
+		}
+	}
+}
+
+// Each socket limit is read by its name, with its default when unset, and
+// every invalid one stops start-up naming its variable: nothing silently
+// becomes zero (which would mean no limit).
+func TestSocketLimits(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (realtime.Limits{MaxSockets: 10000, UserReservePercent: 20, MaxSocketsPerUser: 20, MaxSocketsPerIP: 100,
+		MaxSocketsPerNet: 1000, IPv4NetPrefix: 24, IPv6NetPrefix: 48, MaxChannelsPerIP: 20}); c.Sockets != want {
+		t.Fatalf("default socket limits %+v, want %+v", c.Sockets, want)
+	}
+	c, err = Load(envOf(map[string]string{
+		"CHAT_WS_MAX_SOCKETS": "500", "CHAT_WS_USER_RESERVE_PERCENT": "0", "CHAT_WS_MAX_SOCKETS_PER_USER": "5",
+		"CHAT_WS_MAX_SOCKETS_PER_IP": "0", "CHAT_WS_MAX_SOCKETS_PER_NET": "50", "CHAT_WS_IPV4_NET_PREFIX": "/16",
+		"CHAT_WS_IPV6_NET_PREFIX": " 56 ", "CHAT_WS_MAX_CHANNELS_PER_IP": "3",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (realtime.Limits{MaxSockets: 500, UserReservePercent: 0, MaxSocketsPerUser: 5, MaxSocketsPerIP: 0,
+		MaxSocketsPerNet: 50, IPv4NetPrefix: 16, IPv6NetPrefix: 56, MaxChannelsPerIP: 3}); c.Sockets != want {
+		t.Fatalf("socket limits %+v, want %+v", c.Sockets, want)
+	}
+	bad := map[string][]string{
+		"CHAT_WS_MAX_SOCKETS":          {"-1", "x", "1.5"},
+		"CHAT_WS_USER_RESERVE_PERCENT": {"-1", "100", "20%"},
+		"CHAT_WS_MAX_SOCKETS_PER_USER": {"-1", "twenty", "/20"},
+		"CHAT_WS_MAX_SOCKETS_PER_IP":   {"-5"},
+		"CHAT_WS_MAX_SOCKETS_PER_NET":  {"-1", "1e3"},
+		"CHAT_WS_IPV4_NET_PREFIX":      {"0", "33", "24.0", "//24"},
+		"CHAT_WS_IPV6_NET_PREFIX":      {"0", "129", "x"},
+		"CHAT_WS_MAX_CHANNELS_PER_IP":  {"-1"},
+	}
+	for name, values := range bad {
+		for _, v := range values {
+			if _, err := Load(envOf(map[string]string{name: v})); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: err = %v, want one naming %s", name, v, err, name)
+			}
+		}
+	}
+	// All at once: each is reported.
+	env := map[string]string{}
+	for name, values := range bad {
+		env[name] = values[0]
+	}
+	_, err = Load(envOf(env))
+	for name := range bad {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("error %v does not name %s", err, name)
 		}
 	}
 }

@@ -148,6 +148,32 @@ func TestBrowserReconnectsWithSinceAfterADrop(t *testing.T) {
 	}
 }
 
+// TestBrowserWithATokenGetsInWhenAnonymousSocketsAreFull: anonymous
+// sockets hold their whole share of the replica; the page is refused until
+// a token is saved, then offers it in the handshake and gets in (its auth
+// frame, sent after the upgrade, would have come too late).
+func TestBrowserWithATokenGetsInWhenAnonymousSocketsAreFull(t *testing.T) {
+	limits := realtime.Limits{MaxSockets: 4, UserReservePercent: 50}
+	r := startReplica(t, replicaConfig{publicRead: true, register: withAPI(t), opts: realtime.Options{Limits: &limits}}, testPrefix())
+	_, tok := r.user(chat.RoleViewer, "carol")
+	for i := 0; i < 2; i++ {
+		dial(t, r.base, "channel=general", nil).hello()
+	}
+	browser := browsertest.New(t, 90*time.Second)
+	tab := browsertest.NewTab(t, browser)
+	if err := chromedp.Do(tab, chromedp.Navigate(r.base+"/#general")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.querySelector('#status').textContent.startsWith('reconnecting')`)
+	if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(`#token`), tok), chromedp.Click(chromedp.CSS(`#save-token`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.querySelector('#status').textContent === 'live' && document.querySelector('#who').textContent.startsWith('as ')`)
+	if n := r.hub.Connections(); n != 3 {
+		t.Fatalf("%d sockets, want the 2 anonymous ones and the page's", n)
+	}
+}
+
 func waitJS(t *testing.T, tab context.Context, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(tab, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {

@@ -108,6 +108,10 @@ func (c *conn) pushControl(f *frame) {
 		return
 	}
 	if c.queued+1 > c.hub.opts.QueueSize {
+		// Closing from now on, so the frames that keep coming while the close
+		// handshake runs (a flooder's pings) neither queue nor count again:
+		// one slow socket is one slow consumer.
+		c.closing = true
 		c.mu.Unlock()
 		c.hub.metrics.slowCloses.Inc()
 		go c.closeWith(CloseSlowConsumer, "too slow to keep up; reconnect with since")
@@ -496,7 +500,15 @@ func (c *conn) awaitAuth() bool {
 			}
 			continue
 		}
-		c.user.Store(&u)
+		if err := c.hub.authenticate(c, &u); errors.Is(err, errConnGone) {
+			return false
+		} else if err != nil {
+			// Reading needs this token and its user holds every socket it may:
+			// waiting would not help, closing one of its other sockets would.
+			_ = c.writeNow(limitFrame(f.ID, err))
+			c.closeWith(CloseTooManySockets, "too many sockets for this user")
+			return false
+		}
 		ref := u.Ref()
 		return c.writeNow(ackFrame{Type: typeAck, ID: f.ID, User: &ref}) == nil
 	}
@@ -589,7 +601,9 @@ func (c *conn) run(f clientFrame) any {
 		if err != nil {
 			return errorFor(f.ID, err)
 		}
-		c.user.Store(&u)
+		if err := c.hub.authenticate(c, &u); err != nil {
+			return limitFrame(f.ID, err) // the socket stays as it was
+		}
 		ref := u.Ref()
 		return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
 	}
@@ -622,7 +636,7 @@ func (c *conn) cleanup() {
 		c.room.leave(c)
 	}
 	c.hub.removeConn(c)
-	c.hub.release(c.ip, c.channel)
+	c.hub.releaseConn(c)
 	// A close under way (closeWith, which stops the reader) finishes its
 	// handshake rather than being cut short; otherwise close now.
 	c.closeOnce.Do(func() { c.ws.CloseNow() })

@@ -102,14 +102,23 @@ package realtime
 const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a WebSocket. " +
 	"Frames are JSON text; one frame may carry several objects, **one per line** (`\\n`-separated).\n\n" +
 	"**Reading** is anonymous while `CHAT_PUBLIC_READ=true`. Otherwise authenticate with an `Authorization: Bearer <token>` " +
-	"header, or (browsers cannot set headers) send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
+	"header, or (browsers cannot set headers) offer it as a subprotocol, `new WebSocket(url, [\"chat\", \"bearer.<token>\"])` " +
+	"(the server selects `chat`), or send `{\"type\":\"auth\",\"token\":\"...\"}` as the first frame within 10 s. " +
+	"A socket with a token in its handshake counts as its user's from the start (see the limits below). " +
 	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade. " +
 	"A malformed `Authorization` header or an unknown token is 401 (as over REST), a store that cannot check the token 503.\n\n" +
-	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_ip` past " +
-	"`CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 `reason: too_many_channels_per_ip` for a socket " +
+	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_user` past " +
+	"`CHAT_WS_MAX_SOCKETS_PER_USER` open sockets of one user (default 20; the broadcaster is not bound), 429 " +
+	"`reason: too_many_sockets_per_ip` past `CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 " +
+	"`reason: too_many_sockets_per_net` past `CHAT_WS_MAX_SOCKETS_PER_NET` from one network (default 1000; an IPv4 /24, an IPv6 /48: " +
+	"`CHAT_WS_IPV4_NET_PREFIX`, `CHAT_WS_IPV6_NET_PREFIX`), 429 `reason: too_many_channels_per_ip` for a socket " +
 	"on a new channel past `CHAT_WS_MAX_CHANNELS_PER_IP` distinct channels from one address (default 20), 503 " +
-	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000). Counted per replica; an IPv6 " +
-	"address counts by its prefix, as for the rate limit (`RATE_LIMIT_IPV6_PREFIX`, /64 by default).\n\n" +
+	"`reason: too_many_sockets` past `CHAT_WS_MAX_SOCKETS` on this replica (default 10000), 503 `reason: too_many_anonymous_sockets` " +
+	"for a socket without a token when anonymous ones hold all but the share kept for users (`CHAT_WS_USER_RESERVE_PERCENT`, default 20%): " +
+	"connect with a token in the handshake (header or subprotocol) to use it. Counted per replica; an IPv6 " +
+	"address counts by its prefix, as for the rate limit (`RATE_LIMIT_IPV6_PREFIX`, /64 by default). A socket is anonymous until it " +
+	"authenticates; an `auth` frame for a user with all its sockets is answered by an `error` (`rate_limited`, 429, " +
+	"`reason: too_many_sockets_per_user`): the socket stays as it was, or, when reading needs the token, is closed with 4029.\n\n" +
 	"**Server to client**\n\n" +
 	"| type | fields |\n|---|---|\n" +
 	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, it left the history window, or its epoch says the store lost or reset that part of the log): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
@@ -132,4 +141,5 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"1011 internal error; 1013 store unavailable while subscribing (retry later, same `since`); " +
 	"4001 unauthorized (reading needs a token); 4003 the authenticated user was deleted (do not reconnect with that token); " +
 	"4004 the authenticated user was banned (sending is refused; reading follows the usual rules); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
+	"4029 too many sockets for this user (reading needs the token; close another socket of the user first); " +
 	"4010 resync: the replica lost its place in the log (reconnect with `since`). The server pings every 25 s and drops a peer that does not answer within 10 s."

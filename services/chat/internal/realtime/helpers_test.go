@@ -158,13 +158,13 @@ type event struct {
 	Count      int             `json:"count"`
 	Code       string          `json:"code"`
 	Status     int             `json:"status"`
+	Reason     string          `json:"reason"`
 	ID         json.RawMessage `json:"id"`
 	Raw        json.RawMessage `json:"message"`
 	Moderation *chat.Moderation
 	Reply      *chat.Message `json:"reply"`
 	User       *chat.UserRef `json:"user"`
 	Replayed   bool          `json:"replayed"`
-	Reason     string        `json:"reason"`
 }
 
 func (e event) msg(t *testing.T) chat.Message {
@@ -205,10 +205,15 @@ func dial(t *testing.T, base, query string, header http.Header) *client {
 
 func tryDial(t *testing.T, base, query string, header http.Header) (*client, *http.Response, error) {
 	t.Helper()
+	return tryDialWith(t, base, query, &websocket.DialOptions{HTTPHeader: header})
+}
+
+func tryDialWith(t *testing.T, base, query string, opts *websocket.DialOptions) (*client, *http.Response, error) {
+	t.Helper()
 	url := strings.Replace(base, "http://", "ws://", 1) + realtime.WSPath + "?" + query
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
+	ws, resp, err := websocket.Dial(ctx, url, opts)
 	if err != nil {
 		return nil, resp, err
 	}

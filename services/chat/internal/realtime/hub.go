@@ -77,8 +77,8 @@ type Options struct {
 	// Feed tells the hub which watched channels grew (the engine's own,
 	// when it is a feed.Source; both engines are).
 	Feed feed.Source
-	// Limits bound sockets and channels per client address and sockets per
-	// replica (nil: DefaultLimits).
+	// Limits bound sockets per replica, anonymous client, user, address
+	// and network, and channels per address (nil: DefaultLimits).
 	Limits *Limits
 	// KeyPrefix starts the Redis presence keys ("chat:").
 	KeyPrefix string
@@ -173,12 +173,15 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // rooms' readers and the janitor
 
-	mu      sync.RWMutex
-	rooms   map[string]*room
-	conns   map[*conn]struct{}
-	sources map[string]*source // by client address: what admit reserved
-	sockets int                // reserved by admit
-	closed  bool
+	mu        sync.RWMutex
+	rooms     map[string]*room
+	conns     map[*conn]struct{}
+	sources   map[string]*source // by client address: what admit reserved
+	networks  map[string]int     // sockets by network (Limits.network)
+	users     map[string]int     // sockets by authenticated user id
+	sockets   int                // reserved by admit
+	anonymous int                // of which not authenticated
+	closed    bool
 
 	recheckMu    sync.Mutex
 	rechecking   bool // a recheck of the sockets' users runs
@@ -194,7 +197,8 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{svc: svc, log: svc.Events(), opts: opts, logger: opts.Logger,
-		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{}, metrics: newMetrics()}
+		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{},
+		networks: map[string]int{}, users: map[string]int{}, metrics: newMetrics()}
 	h.writers = newWriters(opts.Writers, h.metrics)
 	src := opts.Feed
 	if src == nil {

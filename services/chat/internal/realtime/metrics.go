@@ -30,7 +30,7 @@ type metrics struct {
 	logReads    prometheus.Counter // catch-up reads of channel logs
 	closes      *prometheus.CounterVec
 	sendErrors  *prometheus.CounterVec
-	refused     *prometheus.CounterVec // handshakes refused by a limit
+	refused     *prometheus.CounterVec // sockets refused by a limit
 	feedErrors  *prometheus.CounterVec // failures of the engine's feed, by feed.Fail* reason
 	messagesVec *prometheus.CounterVec
 }
@@ -51,7 +51,7 @@ func newMetrics() *metrics {
 		logReads:    prometheus.NewCounter(prometheus.CounterOpts{Name: "chat_ws_log_reads_total", Help: "Reads of channel logs: when a channel starts or its feed showed a gap (events come with their notices otherwise)."}),
 		closes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_server_closes_total", Help: "Connections the server closed, by close code."}, []string{"code"}),
 		sendErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_send_errors_total", Help: "Send and auth frames answered with an error frame, by code."}, []string{"code"}),
-		refused:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_refused_total", Help: "WebSocket handshakes refused by a connection limit, by limit."}, []string{"limit"}),
+		refused:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_ws_refused_total", Help: "WebSocket sockets refused by a connection limit (at the handshake, or at an auth frame for the per-user one), by limit."}, []string{"limit"}),
 		feedErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_feed_errors_total", Help: "Failures of this replica's live feed from the store (connect, subscribe, receive, place), each retried: while one lasts, the channels it concerns are delivered late, read from their logs once it recovers."}, []string{"reason"}),
 		messagesVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chat_messages_total", Help: "Messages accepted (stored), by transport."}, []string{"transport"}),
 	}

@@ -68,8 +68,8 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*
 			http.StatusUnauthorized:       "Malformed Authorization header, or unknown token",
 			http.StatusForbidden:          "Origin not allowed",
 			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
-			http.StatusTooManyRequests:    "Too many sockets, or sockets on too many channels, from this address (CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
-			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets",
+			http.StatusTooManyRequests:    "Too many sockets for this user, from this address or its network, or sockets on too many channels from this address (CHAT_WS_MAX_SOCKETS_PER_USER, CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
+			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets, or anonymous sockets hold all but the share kept for users with a token (CHAT_WS_USER_RESERVE_PERCENT); see `reason`",
 		},
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
 		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientKey(c.Request))
@@ -103,15 +103,19 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		return apiserver.ForbiddenError("Origin " + r.Header.Get("Origin") + " is not allowed (CORS_ORIGIN)")
 	}
 	var user *chat.User
+	token := protocolToken(r)
 	if r.Header.Get("Authorization") != "" {
 		// The token is optional here, so the route is not an authenticated
 		// one: the library's header rule (malformed 401), then the one
 		// token check every transport makes, answered by the one mapping:
 		// unknown 401, store down 503, as over REST.
-		token, herr := apiserver.BearerToken(r)
+		t, herr := apiserver.BearerToken(r)
 		if herr != nil {
 			return herr
 		}
+		token = t
+	}
+	if token != "" {
 		u, err := h.svc.Authenticate(r.Context(), token)
 		if err != nil {
 			return apierr.HTTPError(err, apierr.InQuery)
@@ -120,19 +124,23 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	// The origin was checked above against CORS_ORIGIN, which is the
 	// service's one list of allowed sites.
-	if err := h.admit(ip, channel); err != nil {
+	if err := h.admit(ip, channel, user); err != nil {
 		return err
 	}
+	var userID string
+	if user != nil {
+		userID = user.ID
+	}
 	w := &keepSocket{ResponseWriter: c.Writer}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: []string{ChatProtocol}})
 	if err != nil {
-		h.release(ip, channel)
+		h.release(ip, channel, userID)
 		return nil // Accept has answered the request
 	}
 	cn := newConn(h, ws, w.conn, channel, user)
 	cn.ip = ip
 	if !h.addConn(cn) {
-		h.release(ip, channel)
+		h.release(ip, channel, userID)
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
 		return nil
 	}
@@ -152,6 +160,31 @@ func (w *keepSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	nc, rw, err := w.ResponseWriter.Hijack()
 	w.conn = nc
 	return nc, rw, err
+}
+
+// ChatProtocol and TokenProtocol let a browser, which cannot set an
+// Authorization header on a WebSocket, send its token in the handshake:
+// new WebSocket(url, ["chat", "bearer." + token]). The server selects
+// "chat" (a browser fails a handshake that offered subprotocols and got
+// none back). A socket authenticated in the handshake counts as its
+// user's from the start, so it gets in when anonymous sockets hold their
+// whole share, where one that sends an auth frame after the upgrade would
+// be refused as anonymous.
+const (
+	ChatProtocol  = "chat"
+	TokenProtocol = "bearer."
+)
+
+// protocolToken is the token offered as a TokenProtocol subprotocol, or "".
+func protocolToken(r *http.Request) string {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if t, ok := strings.CutPrefix(strings.TrimSpace(p), TokenProtocol); ok {
+				return t
+			}
+		}
+	}
+	return ""
 }
 
 func headerHas(h http.Header, name, token string) bool {

@@ -30,6 +30,12 @@ const (
 	// CloseSlowConsumer: more events were waiting for this client than its
 	// queue holds. Reconnect with since=<last id seen> to recover the rest.
 	CloseSlowConsumer websocket.StatusCode = 4008
+	// CloseTooManySockets: an auth frame, needed to read
+	// (CHAT_PUBLIC_READ=false), named a user who holds its maximum of
+	// sockets on this replica (CHAT_WS_MAX_SOCKETS_PER_USER); an error
+	// frame with reason too_many_sockets_per_user comes first. Close
+	// another socket of that user before reconnecting.
+	CloseTooManySockets websocket.StatusCode = 4029
 	// CloseResync: this replica lost its place in the channel's log (the
 	// history window moved past it, or the store was reset). Reconnect with
 	// since=<last id seen>; hello says recovered:false if a reload is needed.
