@@ -21,6 +21,7 @@ import (
 	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/fdlimit"
 	"github.com/apistack/platform/bench/internal/netguard"
+	"github.com/apistack/platform/bench/internal/procstat"
 )
 
 // MaxConns bounds -k whatever the flag says.
@@ -94,7 +95,7 @@ func run(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	before, err := readRSS(*pid)
+	before, err := procstat.RSS(*pid)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func run(args []string, stdout io.Writer) error {
 	case <-ctx.Done():
 	case <-time.After(*settle):
 	}
-	after, err := readRSS(*pid)
+	after, err := procstat.RSS(*pid)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package procstat
 
 import (
 	"os"
@@ -21,8 +21,25 @@ func TestParseVmRSS(t *testing.T) {
 }
 
 func TestReadRSSOfThisProcess(t *testing.T) {
-	n, err := readRSS(os.Getpid())
+	n, err := RSS(os.Getpid())
 	if err != nil || n <= 0 {
 		t.Fatalf("rss %d, %v", n, err)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	stat := "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 5 1000 10 0"
+	got, err := parseStatCPU(stat)
+	if err != nil || got != 3.25 {
+		t.Fatalf("got %v, %v; want 3.25 s", got, err)
+	}
+	if _, err := parseStatCPU("42 (x) S 1"); err == nil {
+		t.Error("short stat line accepted")
+	}
+}
+
+func TestCPUSecondsOfThisProcess(t *testing.T) {
+	if _, err := CPUSeconds(os.Getpid()); err != nil {
+		t.Fatal(err)
 	}
 }
