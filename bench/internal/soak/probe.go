@@ -1,0 +1,178 @@
+package soak
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/bench/internal/netguard"
+	"github.com/apistack/platform/bench/internal/procstat"
+)
+
+// Sample is one reading of the figures that must stay flat.
+type Sample struct {
+	Elapsed     time.Duration
+	RSS         int64 // the replica's VmRSS, bytes
+	Goroutines  int64 // its go_goroutines gauge
+	RedisMemory int64 // INFO memory used_memory, bytes
+}
+
+// probe reads the samples.
+type probe struct {
+	pid     int
+	metrics string
+	client  *http.Client
+	redis   *redis.Client
+}
+
+func newProbe(cfg Config) (*probe, error) {
+	p := &probe{pid: cfg.PID, metrics: strings.TrimRight(cfg.Base, "/") + "/metrics",
+		client: &http.Client{Transport: netguard.Transport(1), Timeout: 10 * time.Second},
+		redis:  redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Dialer: netguard.Dialer(5 * time.Second).DialContext})}
+	if _, err := p.sample(context.Background(), 0); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *probe) close() { _ = p.redis.Close() }
+
+func (p *probe) sample(ctx context.Context, elapsed time.Duration) (Sample, error) {
+	s := Sample{Elapsed: elapsed}
+	var err error
+	if s.RSS, err = procstat.RSS(p.pid); err != nil {
+		return s, err
+	}
+	if s.Goroutines, err = p.goroutines(ctx); err != nil {
+		return s, err
+	}
+	info, err := p.redis.Info(ctx, "memory").Result()
+	if err != nil {
+		return s, fmt.Errorf("redis INFO memory: %w", err)
+	}
+	if s.RedisMemory, err = infoField(info, "used_memory"); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// goroutines reads go_goroutines from the replica's /metrics.
+func (p *probe) goroutines(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", p.metrics, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("read %s: status %d (METRICS_ENABLED?)", p.metrics, resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("go_goroutines %q: %w", v, err)
+			}
+			return int64(f), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read %s: %w", p.metrics, err)
+	}
+	return 0, fmt.Errorf("%s has no go_goroutines", p.metrics)
+}
+
+// infoField reads an integer field of a Redis INFO answer.
+func infoField(info, name string) (int64, error) {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("redis INFO %s %q: %w", name, v, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("redis INFO has no %s", name)
+}
+
+// median of the samples, figure by figure.
+func median(ss []Sample) Sample {
+	if len(ss) == 0 {
+		return Sample{}
+	}
+	pick := func(f func(Sample) int64) int64 {
+		v := make([]int64, len(ss))
+		for i, s := range ss {
+			v[i] = f(s)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return Sample{Elapsed: ss[len(ss)-1].Elapsed,
+		RSS:         pick(func(s Sample) int64 { return s.RSS }),
+		Goroutines:  pick(func(s Sample) int64 { return s.Goroutines }),
+		RedisMemory: pick(func(s Sample) int64 { return s.RedisMemory })}
+}
+
+// window is how many samples the baseline and the end are medians of: the
+// churn moves goroutines and memory a little from one sample to the next.
+const window = 3
+
+// judge compares the end of the run with the end of the warm-up and checks the
+// delivery counts.
+func judge(cfg Config, rep *Report) {
+	var warm []Sample
+	for _, s := range rep.Samples {
+		if s.Elapsed <= cfg.Warmup {
+			warm = append(warm, s)
+		}
+	}
+	if len(warm) < window || len(rep.Samples)-len(warm) < window {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("too few samples: %d in the warm-up, %d after it (want %d each)",
+			len(warm), len(rep.Samples)-len(warm), window))
+		return
+	}
+	rep.Baseline = median(warm[len(warm)-window:])
+	rep.End = median(rep.Samples[len(rep.Samples)-window:])
+	growth := func(name string, base, end, noise int64) float64 {
+		g := float64(end)/float64(max(base, 1)) - 1
+		if g > cfg.MaxGrowth && end-base > noise {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s grew %.1f%% after the warm-up (%d to %d), over %.0f%%",
+				name, 100*g, base, end, 100*cfg.MaxGrowth))
+		}
+		return g
+	}
+	rep.Growth.RSS = growth("resident memory", rep.Baseline.RSS, rep.End.RSS, cfg.NoiseBytes)
+	rep.Growth.Goroutines = growth("goroutines", rep.Baseline.Goroutines, rep.End.Goroutines, cfg.NoiseGoroutines)
+	rep.Growth.RedisMemory = growth("Redis used_memory", rep.Baseline.RedisMemory, rep.End.RedisMemory, cfg.NoiseBytes)
+	if rep.Lost > 0 || rep.Duplicated > 0 {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("subscribers missed %d messages and saw %d twice", rep.Lost, rep.Duplicated))
+	}
+	var errs int64
+	for _, n := range rep.Errors {
+		errs += n
+	}
+	if errs > cfg.MaxErrors {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%d unexpected answers or failed exchanges (at most %d): %v", errs, cfg.MaxErrors, rep.Errors))
+	}
+	if want := int64(0.9 * cfg.Rate * cfg.Duration.Seconds()); rep.Sent+rep.Refused < want {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%d sends answered, want at least %d (90%% of the rate)", rep.Sent+rep.Refused, want))
+	}
+	if rep.Open < int64(0.9*float64(cfg.Sockets)) {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%d of %d sockets open at the end", rep.Open, cfg.Sockets))
+	}
+}
