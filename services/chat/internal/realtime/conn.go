@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +68,15 @@ func newConn(h *Hub, ws *websocket.Conn, channel string, user *chat.User) *conn 
 	if user != nil {
 		c.user.Store(user)
 	}
-	c.nextPing.Store(time.Now().Add(h.opts.PingInterval).UnixNano())
+	// The first ping comes after half to all of the interval, at random:
+	// sockets that connected together (after a restart, say) are then not
+	// all pinged in one second, and each ping holds a goroutine and its
+	// stack until the pong.
+	first := h.opts.PingInterval
+	if half := int64(first / 2); half > 0 {
+		first -= time.Duration(rand.Int64N(half))
+	}
+	c.nextPing.Store(time.Now().Add(first).UnixNano())
 	ws.SetReadLimit(h.opts.MaxFrameBytes)
 	return c
 }
@@ -285,6 +294,14 @@ func (c *conn) maintain(now time.Time) {
 	if !c.live.Load() || c.ctx.Err() != nil {
 		return
 	}
+	c.mu.Lock()
+	if c.head == len(c.queue) && cap(c.queue) > 0 {
+		// Drained: an idle socket keeps no queue array, which grows to the
+		// longest backlog it ever had (a burst of presence frames on
+		// connect); a busy one gets a new array at most once a second.
+		c.queue, c.head = nil, 0
+	}
+	c.mu.Unlock()
 	if ws := c.writingSince.Load(); ws != 0 && now.Sub(time.Unix(0, ws)) > c.hub.opts.WriteTimeout {
 		c.hub.metrics.deadPeers.Inc()
 		c.cancel()
@@ -476,10 +493,13 @@ func (c *conn) awaitAuth() bool {
 	}
 }
 
-// readLoop handles client frames until the connection ends.
+// readLoop handles client frames until the connection ends. It reads
+// without a context: coder/websocket registers a read's context with
+// context.AfterFunc, which an idle socket would hold for its whole life, and
+// whatever ends a live connection closes its socket, which ends the read.
 func (c *conn) readLoop() {
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			if code := closeCode(err); code == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
 				c.hub.metrics.closes.WithLabelValues(closeLabel(websocket.StatusMessageTooBig)).Inc()

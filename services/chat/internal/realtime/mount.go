@@ -1,8 +1,10 @@
 package realtime
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/apierr"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/wsbuf"
 )
 
 // WSPath is the WebSocket endpoint.
@@ -121,7 +124,7 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	if err := h.admit(ip, channel); err != nil {
 		return err
 	}
-	ws, err := websocket.Accept(c.Writer, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	ws, err := websocket.Accept(smallBuffers{c.Writer}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		h.release(ip, channel)
 		return nil // Accept has answered the request
@@ -135,6 +138,16 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	}
 	go cn.serve(since, user == nil && !h.svc.PublicRead())
 	return nil
+}
+
+// smallBuffers hands websocket.Accept the upgraded connection with wsbuf's
+// buffers in place of the 4 KB reader and 4 KB writer net/http used for the
+// request: they would stay with the socket for as long as it is open, most of
+// what an idle socket costs.
+type smallBuffers struct{ gin.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return wsbuf.Hijack(w.ResponseWriter)
 }
 
 func headerHas(h http.Header, name, token string) bool {
