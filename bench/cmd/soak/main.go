@@ -38,6 +38,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Sources, "sources", 40, "loopback source addresses (127.0.1.1, 127.0.2.1, ...) the sockets come from")
 	fs.Float64Var(&cfg.Rate, "rate", 100, "messages per second over all channels")
 	fs.IntVar(&cfg.Users, "users", 40, "viewers that send and are moderated")
+	fs.IntVar(&cfg.Senders, "senders", 64, "sends in flight at most (a message due while all wait is skipped and counted)")
 	fs.Float64Var(&cfg.Churn, "churn", 0.02, "share of the sockets that close and reconnect with since= every -churn-every")
 	fs.DurationVar(&cfg.ChurnEvery, "churn-every", 5*time.Second, "period of the churn")
 	fs.DurationVar(&cfg.ModEvery, "mod-every", time.Second, "one moderation action (timeout, ban or unban, message delete) per period")
@@ -47,7 +48,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.MaxGrowth, "max-growth", 0.10, "fail when a figure grows more than this share after the warm-up")
 	fs.Int64Var(&cfg.NoiseBytes, "noise-bytes", 1<<20, "memory growth under this many bytes never fails (Redis holds a few MB in a short run)")
 	fs.Int64Var(&cfg.NoiseGoroutines, "noise-goroutines", 50, "goroutine growth under this never fails (the churn moves the count)")
-	fs.Int64Var(&cfg.MaxErrors, "max-errors", 0, "unexpected answers (5xx, failed exchanges, a sender behind) tolerated")
+	fs.Int64Var(&cfg.MaxErrors, "max-errors", 0, "unexpected answers (5xx, failed exchanges) tolerated")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -94,8 +95,8 @@ func run(args []string, stdout io.Writer) error {
 
 func printReport(w io.Writer, cfg soak.Config, rep *soak.Report, took time.Duration) {
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
-	fmt.Fprintf(w, "# after %s: sent %d, refused under a ban or timeout %d, moderation actions %d, delivered %d\n",
-		took.Round(time.Second), rep.Sent, rep.Refused, rep.Moderated, rep.Delivered)
+	fmt.Fprintf(w, "# after %s: sent %d, refused under a ban or timeout %d, skipped (every sender busy) %d, moderation actions %d, delivered %d\n",
+		took.Round(time.Second), rep.Sent, rep.Refused, rep.Skipped, rep.Moderated, rep.Delivered)
 	fmt.Fprintf(w, "# reconnects %d (recovered %d, not recovered %d); lost %d, duplicated %d; open at the end %d of %d\n",
 		rep.Reconnects, rep.Recovered, rep.NotRecovered, rep.Lost, rep.Duplicated, rep.Open, cfg.Sockets)
 	if len(rep.Errors) > 0 {

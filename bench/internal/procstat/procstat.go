@@ -1,5 +1,5 @@
-// Package procstat reads what a benchmark reports about a server process from
-// /proc: its resident memory and the CPU time it used.
+// Package procstat reads what a benchmark reports about a server process: its
+// resident memory and CPU time from /proc, and gauges from its /metrics.
 package procstat
 
 import (
@@ -81,4 +81,24 @@ func parseStatCPU(stat string) (float64, error) {
 		return 0, fmt.Errorf("odd utime/stime %q %q", f[11], f[12])
 	}
 	return float64(u+s) / clockTicks, nil
+}
+
+// Gauge reads the value of an unlabelled metric from a Prometheus text exposition
+// (a /metrics answer), such as go_goroutines.
+func Gauge(r io.Reader, name string) (int64, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s %q: %w", name, v, err)
+			}
+			return int64(f), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no %s in the metrics", name)
 }

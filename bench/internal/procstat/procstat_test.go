@@ -43,3 +43,13 @@ func TestCPUSecondsOfThisProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestGauge(t *testing.T) {
+	text := "# HELP go_goroutines x\n# TYPE go_goroutines gauge\ngo_goroutines_total 1\ngo_goroutines 10017\n"
+	if n, err := Gauge(strings.NewReader(text), "go_goroutines"); err != nil || n != 10017 {
+		t.Fatalf("got %d, %v", n, err)
+	}
+	if _, err := Gauge(strings.NewReader(text), "process_open_fds"); err == nil {
+		t.Fatal("a missing gauge read")
+	}
+}

@@ -1,7 +1,6 @@
 package soak
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -78,21 +77,7 @@ func (p *probe) goroutines(ctx context.Context) (int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("read %s: status %d (METRICS_ENABLED?)", p.metrics, resp.StatusCode)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("go_goroutines %q: %w", v, err)
-			}
-			return int64(f), nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read %s: %w", p.metrics, err)
-	}
-	return 0, fmt.Errorf("%s has no go_goroutines", p.metrics)
+	return procstat.Gauge(resp.Body, "go_goroutines")
 }
 
 // infoField reads an integer field of a Redis INFO answer.

@@ -29,6 +29,7 @@ type Config struct {
 	Sources    int           // loopback source addresses the sockets come from
 	Rate       float64       // messages per second over all channels
 	Users      int           // viewers that send (and are moderated)
+	Senders    int           // sends in flight at most
 	Churn      float64       // share of the sockets that reconnect with since= every ChurnEvery
 	ChurnEvery time.Duration //
 	ModEvery   time.Duration // one moderation action (timeout, ban or unban, delete) per period
@@ -59,6 +60,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("sources %d outside 1..1000", c.Sources)
 	case c.Rate <= 0 || c.Rate > 2000:
 		return fmt.Errorf("rate %g outside (0, 2000] messages/s", c.Rate)
+	case c.Senders < 1 || c.Senders > 1000:
+		return fmt.Errorf("senders %d outside 1..1000", c.Senders)
 	case c.Users < 2 || c.Users > 1000:
 		return fmt.Errorf("users %d outside 2..1000", c.Users)
 	case c.Churn < 0 || c.Churn > 0.5:
@@ -90,6 +93,7 @@ type Report struct {
 	Growth   struct{ RSS, Goroutines, RedisMemory float64 }
 
 	Sent, Refused, Moderated int64 // 201s; 403 from a ban or timeout; moderation calls that succeeded
+	Skipped                  int64 // messages not sent: every sender was waiting for an answer
 	Errors                   map[string]int64
 	Reconnects               int64
 	Recovered, NotRecovered  int64 // hello after a since= reconnect
@@ -161,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer tick.Stop()
 	fmt.Fprintf(cfg.Log, "# soak %s: %d sockets on %d channels from %d addresses, %g msg/s by %d users, %.0f%% reconnecting every %s, a moderation action every %s; warm-up %s of %s\n",
 		cfg.Prefix, cfg.Sockets, cfg.Channels, cfg.Sources, cfg.Rate, cfg.Users, 100*cfg.Churn, cfg.ChurnEvery, cfg.ModEvery, cfg.Warmup, cfg.Duration)
-	fmt.Fprintln(cfg.Log, "# elapsed   rss_MiB  goroutines  redis_MiB  open  sent  delivered  reconnects  errors")
+	fmt.Fprintln(cfg.Log, "# elapsed   rss_MiB  goroutines  redis_MiB  open  sent  skipped  delivered  reconnects  errors")
 	var interrupted error
 loop:
 	for {
@@ -177,9 +181,9 @@ loop:
 			break loop
 		}
 		rep.Samples = append(rep.Samples, s)
-		fmt.Fprintf(cfg.Log, "%9s %9.1f %11d %10.1f %5d %5d %10d %11d %7d\n", s.Elapsed.Round(time.Second),
+		fmt.Fprintf(cfg.Log, "%9s %9.1f %11d %10.1f %5d %5d %8d %10d %11d %7d\n", s.Elapsed.Round(time.Second),
 			float64(s.RSS)/(1<<20), s.Goroutines, float64(s.RedisMemory)/(1<<20), r.open.Load(), r.sent.Load(),
-			r.delivered.Load(), r.reconnects.Load(), r.errorCount())
+			r.skipped.Load(), r.delivered.Load(), r.reconnects.Load(), r.errorCount())
 		if s.Elapsed >= cfg.Duration {
 			break
 		}
@@ -205,9 +209,9 @@ type runner struct {
 	api   *api
 	users []user
 
-	open, sent, refused, moderated, delivered atomic.Int64
-	reconnects, recovered, notRecovered       atomic.Int64
-	lost, duplicated                          atomic.Int64
+	open, sent, refused, moderated, delivered, skipped atomic.Int64
+	reconnects, recovered, notRecovered                atomic.Int64
+	lost, duplicated                                   atomic.Int64
 
 	mu     sync.Mutex
 	errs   map[string]int64
@@ -233,7 +237,7 @@ func (r *runner) errorCount() int64 {
 }
 
 func (r *runner) fill(rep *Report) {
-	rep.Sent, rep.Refused, rep.Moderated = r.sent.Load(), r.refused.Load(), r.moderated.Load()
+	rep.Sent, rep.Refused, rep.Moderated, rep.Skipped = r.sent.Load(), r.refused.Load(), r.moderated.Load(), r.skipped.Load()
 	rep.Reconnects, rep.Recovered, rep.NotRecovered = r.reconnects.Load(), r.recovered.Load(), r.notRecovered.Load()
 	rep.Delivered, rep.Lost, rep.Duplicated = r.delivered.Load(), r.lost.Load(), r.duplicated.Load()
 	r.mu.Lock()
