@@ -262,9 +262,18 @@ func (c *conn) writeNow(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode frame: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+	ctx, cancel := c.within(c.hub.opts.WriteTimeout)
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// within bounds a call an idle socket makes (its setup, its pings) by d and
+// by the hub's life. It is not a child of c.ctx on purpose: a child
+// registers in c.ctx's map of children, and that map, once made, stays
+// allocated for as long as the socket is open. Whatever ends a connection
+// also closes its socket, which ends these calls.
+func (c *conn) within(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.hub.ctx, d)
 }
 
 // closeWith closes the connection with a code (once); the close handshake
@@ -313,7 +322,7 @@ func (c *conn) maintain(now time.Time) {
 	}
 	go func() {
 		defer c.pinging.Store(false)
-		ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.PongTimeout)
+		ctx, cancel := c.within(c.hub.opts.PongTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
 		c.nextPing.Store(time.Now().Add(c.hub.opts.PingInterval).UnixNano())
@@ -333,7 +342,7 @@ func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 	if needAuth && !c.awaitAuth() {
 		return
 	}
-	jctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	jctx, cancel := c.within(10 * time.Second)
 	r, pos, err := c.hub.join(jctx, c.channel, c)
 	cancel()
 	if err != nil {
@@ -401,7 +410,7 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 			return fmt.Errorf("encode replay: %w", err)
 		}
 		for _, f := range frames {
-			ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+			ctx, cancel := c.within(c.hub.opts.WriteTimeout)
 			err := c.ws.Write(ctx, websocket.MessageText, f.data)
 			cancel()
 			if err != nil {
@@ -432,14 +441,17 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 func (c *conn) readHistory(cur chat.Cursor, page int) ([]chat.Event, error) {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
+		if err := c.ctx.Err(); err != nil {
+			return nil, err
+		}
 		if attempt > 0 {
 			select {
-			case <-c.ctx.Done():
-				return nil, c.ctx.Err()
+			case <-c.hub.ctx.Done():
+				return nil, c.hub.ctx.Err()
 			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
 			}
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		ctx, cancel := c.within(5 * time.Second)
 		var evs []chat.Event
 		evs, err = c.hub.log.ReadEvents(ctx, c.channel, cur, page, 0)
 		cancel()
