@@ -23,10 +23,11 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 	cd libs/apiserver && $(GO) build $(GOBUILDFLAGS) -o ../../$(BIN)/items-example ./examples/items
 
 .PHONY: test
-test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's memory test without it
+test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's and chat's memory tests without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
-	@echo "== services/geoip resident memory (skipped under -race)"
+	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
 	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
+	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/
 
 # The short soak: 3 minutes against one chat replica on a real redis-server (80 s warm-up;
 # CHAT_HISTORY=30 so every channel's Redis stream is full before the warm-up ends).
