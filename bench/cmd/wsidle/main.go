@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -75,6 +77,7 @@ func run(args []string, stdout io.Writer) error {
 	settle := fs.Duration("settle", 3*time.Second, "wait after the last connection before reading RSS again")
 	parallel := fs.Int("dial-parallel", 32, "concurrent handshakes per process")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	probe := fs.String("probe", "", "loopback URL fetched after the settle, while the sockets are open; the lines of its answer that start with \"# \" are printed (a pprof heap?debug=1 answer: the Go runtime's memory statistics)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,6 +101,11 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if _, err := netguard.CheckURL(*base); err != nil {
 		return err
+	}
+	if *probe != "" {
+		if _, err := netguard.CheckURL(*probe); err != nil {
+			return err
+		}
 	}
 	lim, err := fdlimit.Raise()
 	if err != nil {
@@ -181,6 +189,10 @@ func run(args []string, stdout io.Writer) error {
 	if g, err := goroutines(metrics, *base); err == nil {
 		rep.GoroutinesAfter = g
 	}
+	var probed []string
+	if *probe != "" {
+		probed = fetchComments(metrics, *probe)
+	}
 	for _, h := range holders {
 		cpu, rss := h.usage()
 		rep.ClientCPU += cpu
@@ -189,9 +201,11 @@ func run(args []string, stdout io.Writer) error {
 	for _, h := range holders {
 		rep.ClosedWhileIdle += h.close()
 	}
-	if rep.Connected > 0 {
-		rep.BytesPerConn = (after - before) / int64(rep.Connected)
-		rep.GoroutinesPer = float64(rep.GoroutinesAfter) / float64(rep.Connected)
+	// Per socket still open when the memory was read: the server may have
+	// closed some meanwhile (a store too slow to join a channel: 1013).
+	if open := int64(rep.Connected) - rep.ClosedWhileIdle; open > 0 {
+		rep.BytesPerConn = (after - before) / open
+		rep.GoroutinesPer = float64(rep.GoroutinesAfter) / float64(open)
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -200,13 +214,16 @@ func run(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wsidle: %d of %d connections on %d channel(s) from %d source address(es) in %d process(es) to %s open in %.1f s (%d failed%s)\n",
 		rep.Connected, rep.Requested, *channels, rep.Sources, *procs, *base, rep.OpenSeconds, rep.Failed, failedBy(rep.FailedBy))
-	fmt.Fprintf(stdout, "server pid %d VmRSS: %.1f MiB before, %.1f MiB after; %d goroutines (%.2f per connection)\n",
+	fmt.Fprintf(stdout, "server pid %d VmRSS: %.1f MiB before, %.1f MiB after; %d goroutines (%.2f per open connection)\n",
 		*pid, float64(before)/(1<<20), float64(after)/(1<<20), rep.GoroutinesAfter, rep.GoroutinesPer)
 	fmt.Fprintf(stdout, "client (wsidle): %.1f s CPU, %.1f MiB resident\n", rep.ClientCPU, float64(rep.ClientRSS)/(1<<20))
 	if rep.ClosedWhileIdle > 0 {
 		fmt.Fprintf(stdout, "warning: the server closed %d connections while they were idle\n", rep.ClosedWhileIdle)
 	}
-	fmt.Fprintf(stdout, "memory per idle connection: %.1f KB (%d bytes)\n", float64(rep.BytesPerConn)/1000, rep.BytesPerConn)
+	fmt.Fprintf(stdout, "memory per idle connection (of those open): %.1f KB (%d bytes)\n", float64(rep.BytesPerConn)/1000, rep.BytesPerConn)
+	for _, l := range probed {
+		fmt.Fprintln(stdout, l)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted")
 	}
@@ -219,6 +236,24 @@ func failedBy(m map[string]int64) string {
 		s += fmt.Sprintf(", %s: %d", k, n)
 	}
 	return s
+}
+
+// fetchComments returns the lines of url's answer that start with "# ".
+func fetchComments(c *http.Client, url string) []string {
+	resp, err := c.Get(url)
+	if err != nil {
+		return []string{"# probe: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "# ") {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
 }
 
 // goroutines reads go_goroutines from the server's /metrics.
