@@ -44,6 +44,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.ModEvery, "mod-every", time.Second, "one moderation action (timeout, ban or unban, message delete) per period")
 	fs.DurationVar(&cfg.Duration, "d", time.Hour, "duration of the run, warm-up included")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "growth is measured from the end of the warm-up (default: a third of -d)")
+	fs.IntVar(&cfg.History, "history", 0, "the replica's CHAT_HISTORY: the warm-up lasts until that many messages per channel were stored (0: unknown, -warmup alone)")
 	fs.DurationVar(&cfg.SampleEvery, "sample", 5*time.Second, "sampling period")
 	fs.Float64Var(&cfg.MaxGrowth, "max-growth", 0.10, "fail when a figure grows more than this share after the warm-up")
 	fs.Int64Var(&cfg.NoiseBytes, "noise-bytes", 1<<20, "memory growth under this many bytes never fails (Redis holds a few MB in a short run)")
@@ -110,7 +111,7 @@ func printReport(w io.Writer, cfg soak.Config, rep *soak.Report, took time.Durat
 		}
 	}
 	if rep.Baseline.Elapsed > 0 {
-		fmt.Fprintf(w, "# end of warm-up (%s) -> end (%s), medians of 3 samples:\n", rep.Baseline.Elapsed.Round(time.Second), rep.End.Elapsed.Round(time.Second))
+		fmt.Fprintf(w, "# after the warm-up (up to %s) -> end (up to %s), medians of 3 samples:\n", rep.Baseline.Elapsed.Round(time.Second), rep.End.Elapsed.Round(time.Second))
 		fmt.Fprintf(w, "#   resident memory  %8.1f -> %8.1f MiB  %+6.1f%%\n", mib(rep.Baseline.RSS), mib(rep.End.RSS), 100*rep.Growth.RSS)
 		fmt.Fprintf(w, "#   goroutines       %8d -> %8d      %+6.1f%%\n", rep.Baseline.Goroutines, rep.End.Goroutines, 100*rep.Growth.Goroutines)
 		fmt.Fprintf(w, "#   Redis used_memory %7.1f -> %8.1f MiB  %+6.1f%%\n", mib(rep.Baseline.RedisMemory), mib(rep.End.RedisMemory), 100*rep.Growth.RedisMemory)

@@ -21,6 +21,7 @@ type Sample struct {
 	RSS         int64 // the replica's VmRSS, bytes
 	Goroutines  int64 // its go_goroutines gauge
 	RedisMemory int64 // INFO memory used_memory, bytes
+	Sent        int64 // messages stored so far
 }
 
 // probe reads the samples.
@@ -120,18 +121,28 @@ const window = 3
 // judge compares the end of the run with the end of the warm-up and checks the
 // delivery counts.
 func judge(cfg Config, rep *Report) {
-	var warm []Sample
-	for _, s := range rep.Samples {
-		if s.Elapsed <= cfg.Warmup {
-			warm = append(warm, s)
+	// The warm-up ends at cfg.Warmup, or later once every channel's history
+	// window is full; the baseline is the median of the first samples after
+	// it, the end the median of the last ones.
+	full := int64(cfg.History) * int64(cfg.Channels)
+	start := len(rep.Samples)
+	for i, s := range rep.Samples {
+		if s.Elapsed > cfg.Warmup && s.Sent >= full {
+			start = i
+			break
 		}
 	}
-	if len(warm) < window || len(rep.Samples)-len(warm) < window {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("too few samples: %d in the warm-up, %d after it (want %d each)",
-			len(warm), len(rep.Samples)-len(warm), window))
+	after := rep.Samples[start:]
+	if len(after) < window {
+		msg := fmt.Sprintf("too few samples after the warm-up: %d (want %d)", len(after), window)
+		if n := len(rep.Samples); full > 0 && (n == 0 || rep.Samples[n-1].Sent < full) {
+			msg += fmt.Sprintf("; the history windows need %d messages stored (%d channels x CHAT_HISTORY %d): lower CHAT_HISTORY or run longer",
+				full, cfg.Channels, cfg.History)
+		}
+		rep.Failures = append(rep.Failures, msg)
 		return
 	}
-	rep.Baseline = median(warm[len(warm)-window:])
+	rep.Baseline = median(after[:window])
 	rep.End = median(rep.Samples[len(rep.Samples)-window:])
 	growth := func(name string, base, end, noise int64) float64 {
 		g := float64(end)/float64(max(base, 1)) - 1

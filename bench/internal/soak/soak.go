@@ -34,8 +34,12 @@ type Config struct {
 	ChurnEvery time.Duration //
 	ModEvery   time.Duration // one moderation action (timeout, ban or unban, delete) per period
 
-	Duration    time.Duration // whole run, warm-up included
-	Warmup      time.Duration // growth is measured from its end
+	Duration time.Duration // whole run, warm-up included
+	Warmup   time.Duration // growth is measured from its end
+	// History is the replica's CHAT_HISTORY, 0 when unknown: a channel's Redis
+	// stream grows until it holds that many messages, so the warm-up lasts at
+	// least until History messages per channel were stored.
+	History     int
 	SampleEvery time.Duration
 	MaxGrowth   float64 // e.g. 0.10: fail when a figure grows more than 10%
 	// Growth below these never fails, whatever its share: Redis holds a few MB
@@ -72,6 +76,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("duration %s must exceed warm-up %s by at least three samples, and be at most 24h", c.Duration, c.Warmup)
 	case c.Warmup < 3*c.SampleEvery:
 		return fmt.Errorf("warm-up %s must hold at least three samples of %s", c.Warmup, c.SampleEvery)
+	case c.History < 0:
+		return fmt.Errorf("history %d: want 0 (unknown) or the replica's CHAT_HISTORY", c.History)
 	case c.MaxGrowth <= 0:
 		return fmt.Errorf("max growth %g must be positive", c.MaxGrowth)
 	}
@@ -180,6 +186,7 @@ loop:
 			interrupted = err
 			break loop
 		}
+		s.Sent = r.sent.Load()
 		rep.Samples = append(rep.Samples, s)
 		fmt.Fprintf(cfg.Log, "%9s %9.1f %11d %10.1f %5d %5d %8d %10d %11d %7d\n", s.Elapsed.Round(time.Second),
 			float64(s.RSS)/(1<<20), s.Goroutines, float64(s.RedisMemory)/(1<<20), r.open.Load(), r.sent.Load(),

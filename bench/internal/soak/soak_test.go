@@ -15,14 +15,14 @@ func samples(rss ...int64) []Sample {
 }
 
 func TestJudgeFailsOnGrowthAfterWarmup(t *testing.T) {
-	cfg := Config{Warmup: 3 * time.Second, MaxGrowth: 0.10, Rate: 1, Duration: 6 * time.Second, Sockets: 10}
-	flat := &Report{Samples: samples(90, 100, 100, 105, 100, 104), Sent: 6, Open: 10}
+	cfg := Config{Warmup: 3 * time.Second, MaxGrowth: 0.10, Rate: 1, Duration: 9 * time.Second, Sockets: 10}
+	flat := &Report{Samples: samples(90, 100, 100, 105, 100, 104, 100, 103, 104), Sent: 9, Open: 10}
 	judge(cfg, flat)
 	if len(flat.Failures) != 0 {
 		t.Fatalf("flat run failed: %v", flat.Failures)
 	}
 	// Growth during the warm-up does not count; after it, 100 -> 120 does.
-	grew := &Report{Samples: samples(50, 100, 100, 120, 120, 120), Sent: 6, Open: 10}
+	grew := &Report{Samples: samples(50, 100, 100, 100, 100, 100, 120, 120, 120), Sent: 9, Open: 10}
 	judge(cfg, grew)
 	if len(grew.Failures) != 1 || !strings.Contains(grew.Failures[0], "resident memory grew 20.0%") {
 		t.Fatalf("failures %q, want one about resident memory", grew.Failures)
@@ -53,7 +53,7 @@ func TestJudgeNeedsSamplesOnBothSides(t *testing.T) {
 	cfg := Config{Warmup: 5 * time.Second, MaxGrowth: 0.10}
 	rep := &Report{Samples: samples(1, 1, 1, 1, 1, 1)}
 	judge(cfg, rep)
-	if len(rep.Failures) != 1 || !strings.Contains(rep.Failures[0], "too few samples") {
+	if len(rep.Failures) != 1 || !strings.Contains(rep.Failures[0], "too few samples after the warm-up") {
 		t.Fatalf("failures %q", rep.Failures)
 	}
 }
@@ -101,5 +101,29 @@ func TestWSURLPassesTheCursorOn(t *testing.T) {
 	u, err := wsURL("http://127.0.0.1:1", "c-1", "42-1")
 	if err != nil || u != "ws://127.0.0.1:1/api/v1/ws?channel=c-1&since=42-1" {
 		t.Fatalf("got %q, %v", u, err)
+	}
+}
+
+func TestJudgeWaitsForFullHistoryWindows(t *testing.T) {
+	cfg := Config{Warmup: 2 * time.Second, MaxGrowth: 0.10, Rate: 1, Duration: 8 * time.Second, Sockets: 10, Channels: 2, History: 5}
+	ss := samples(100, 100, 100, 100, 100, 100, 100, 100)
+	// Redis grows while the windows fill (10 messages), flat after.
+	for i := range ss {
+		ss[i].Sent = int64(2 * i)
+		ss[i].RedisMemory = 1000 + 100*int64(min(i, 5))
+	}
+	rep := &Report{Samples: ss, Sent: 16, Open: 10}
+	judge(cfg, rep)
+	if len(rep.Failures) != 0 {
+		t.Fatalf("growth while the windows filled counted: %v", rep.Failures)
+	}
+	if rep.Baseline.RedisMemory != 1500 {
+		t.Fatalf("baseline %d, want the one once the windows were full (1500)", rep.Baseline.RedisMemory)
+	}
+	cfg.History = 50
+	rep = &Report{Samples: ss, Sent: 16, Open: 10}
+	judge(cfg, rep)
+	if len(rep.Failures) != 1 || !strings.Contains(rep.Failures[0], "history windows need 100 messages") {
+		t.Fatalf("failures %q", rep.Failures)
 	}
 }
