@@ -16,7 +16,8 @@
 # message when the hard limit is lower (raising it needs CAP_SYS_RESOURCE).
 # Environment: K, CHANNELS ("1 10000"), SOURCES (8: one address has ~28,000 ports),
 # SETTLE (60s), REDIS_PORT (16679), CHAT_PORT (18381), CHAT_PPROF=1 (a profiling build
-# serving pprof on 127.0.0.1:<CHAT_PORT+1000>).
+# serving pprof on 127.0.0.1:<CHAT_PORT+1000>), CHAT_GOMEMLIMIT (GOMEMLIMIT for the replica
+# only, e.g. 1400MiB: the Go runtime then collects and returns memory to stay under it).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -63,14 +64,14 @@ for chans in "${channel_counts[@]}"; do
 	if [[ -n ${CHAT_PPROF:-} ]]; then
 		pprof=127.0.0.1:$((chat_port + 1000))
 	fi
-	CHAT_PPROF_ADDR=$pprof PORT=$chat_port REDIS_URL=redis://127.0.0.1:$redis_port/0 \
+	GOMEMLIMIT=${CHAT_GOMEMLIMIT:-off} CHAT_PPROF_ADDR=$pprof PORT=$chat_port REDIS_URL=redis://127.0.0.1:$redis_port/0 \
 		CHAT_ADMIN_TOKEN=capacity-admin-token-0123456789 RATE_LIMIT_ALLOW=127.0.0.0/8 \
 		CHAT_WS_MAX_SOCKETS=0 CHAT_WS_MAX_SOCKETS_PER_IP=0 CHAT_WS_MAX_CHANNELS_PER_IP=0 \
 		LOG_LEVEL=warn "$work/chat" &
 	pids+=($!)
 	chat_pid=$!
 	wait_ready "http://127.0.0.1:$chat_port/readyz"
-	echo "# $k sockets on $chans channel(s), $sources source addresses, settle $settle"
+	echo "# $k sockets on $chans channel(s), $sources source addresses, settle $settle, GOMEMLIMIT ${CHAT_GOMEMLIMIT:-off}"
 	probe=()
 	if [[ -n $pprof ]]; then
 		# Where the resident memory is, while the sockets are open: the Go runtime's statistics.
