@@ -100,6 +100,9 @@ func printReport(w io.Writer, cfg soak.Config, rep *soak.Report, took time.Durat
 		took.Round(time.Second), rep.Sent, rep.Refused, rep.Skipped, rep.Moderated, rep.Delivered)
 	fmt.Fprintf(w, "# reconnects %d (recovered %d, not recovered %d); lost %d, duplicated %d; open at the end %d of %d\n",
 		rep.Reconnects, rep.Recovered, rep.NotRecovered, rep.Lost, rep.Duplicated, rep.Open, cfg.Sockets)
+	if rep.MissedSamples > 0 {
+		fmt.Fprintf(w, "# samples missed (probe timed out): %d\n", rep.MissedSamples)
+	}
 	if len(rep.Errors) > 0 {
 		keys := make([]string, 0, len(rep.Errors))
 		for k := range rep.Errors {

@@ -106,6 +106,7 @@ type Report struct {
 	Delivered                int64 // message events received
 	Lost, Duplicated         int64 // gaps and repeats in a subscriber's message ids
 	Open                     int64 // sockets open at the end
+	MissedSamples            int   // samples the probe could not read (the replica or Redis too slow to answer)
 	Failures                 []string
 }
 
@@ -173,6 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Prefix, cfg.Sockets, cfg.Channels, cfg.Sources, cfg.Rate, cfg.Users, 100*cfg.Churn, cfg.ChurnEvery, cfg.ModEvery, cfg.Warmup, cfg.Duration)
 	fmt.Fprintln(cfg.Log, "# elapsed   rss_MiB  goroutines  redis_MiB  open  sent  skipped  delivered  reconnects  errors")
 	var interrupted error
+	missed := 0
 loop:
 	for {
 		select {
@@ -183,9 +185,19 @@ loop:
 		}
 		s, err := probe.sample(ctx, time.Since(start))
 		if err != nil {
-			interrupted = err
-			break loop
+			// A replica too busy to answer /metrics within the probe's
+			// timeout is a finding, not the end of the run: the sample is
+			// missed and counted; only a probe that keeps failing stops it.
+			rep.MissedSamples++
+			missed++
+			fmt.Fprintf(cfg.Log, "%9s sample missed: %v\n", time.Since(start).Round(time.Second), err)
+			if missed >= maxMissed {
+				interrupted = fmt.Errorf("%d samples in a row missed: %w", missed, err)
+				break loop
+			}
+			continue
 		}
+		missed = 0
 		s.Sent = r.sent.Load()
 		rep.Samples = append(rep.Samples, s)
 		fmt.Fprintf(cfg.Log, "%9s %9.1f %11d %10.1f %5d %5d %8d %10d %11d %7d\n", s.Elapsed.Round(time.Second),
@@ -209,6 +221,9 @@ loop:
 	judge(cfg, rep)
 	return rep, nil
 }
+
+// maxMissed samples in a row stop a run: the replica or Redis is gone.
+const maxMissed = 6
 
 // runner holds the shared state of the load.
 type runner struct {
