@@ -23,10 +23,21 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 	cd libs/apiserver && $(GO) build $(GOBUILDFLAGS) -o ../../$(BIN)/items-example ./examples/items
 
 .PHONY: test
-test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's memory test without it
+test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's and chat's memory tests without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
-	@echo "== services/geoip resident memory (skipped under -race)"
+	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
 	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
+	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/
+
+# The short soak: 3 minutes against one chat replica on a real redis-server (80 s warm-up,
+# longer if needed until every channel's Redis stream holds CHAT_HISTORY=30 messages).
+.PHONY: soak-short
+soak-short: ## Chat soak, 3 min: 2,000 sockets with reconnect churn, 100 msg/s, moderation; fails on memory/goroutine/Redis growth
+	CHAT_HISTORY=30 bench/scripts/chat-soak.sh -d 3m -warmup 80s -history 30
+
+.PHONY: soak
+soak: ## Chat soak, 1 hour (warm-up 25 min, longer until the default CHAT_HISTORY fills): the run docs/benchmarks.md records
+	bench/scripts/chat-soak.sh -d 60m -warmup 25m -history 1000
 
 .PHONY: test-short
 test-short: ## Fast unit tests only (no race detector, -short)

@@ -91,3 +91,32 @@ func Transport(maxConns int) *http.Transport {
 		ResponseHeaderTimeout: 30 * time.Second,
 	}
 }
+
+// Sources returns n loopback source addresses, 127.0.1.1, 127.0.2.1, ...: one
+// address has about 28,000 ephemeral ports towards one server port, so tens of
+// thousands of sockets need several, and each in a /24 of its own so that a
+// server counting clients per /24 sees n clients. n is at most 65,535.
+func Sources(n int) ([]netip.Addr, error) {
+	if n < 1 || n > 0xffff {
+		return nil, fmt.Errorf("%d source addresses: want 1..65535", n)
+	}
+	out := make([]netip.Addr, n)
+	for i := range out {
+		k := i + 1
+		out[i] = netip.AddrFrom4([4]byte{127, byte(k >> 8), byte(k), 1})
+	}
+	return out, nil
+}
+
+// TransportFrom is Transport with every connection made from the loopback
+// address src.
+func TransportFrom(src netip.Addr, maxConns int) (*http.Transport, error) {
+	if !src.Unmap().IsLoopback() {
+		return nil, fmt.Errorf("source %s is not a loopback address", src)
+	}
+	t := Transport(maxConns)
+	d := Dialer(5 * time.Second)
+	d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+	t.DialContext = d.DialContext
+	return t, nil
+}

@@ -3,6 +3,7 @@ package netguard
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 )
 
@@ -55,4 +56,51 @@ func TestTransportDialsLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+func TestSourcesAreLoopbackInDistinctSlash24s(t *testing.T) {
+	srcs, err := Sources(300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[netip.Prefix]bool{}
+	for _, a := range srcs {
+		if !a.IsLoopback() {
+			t.Fatalf("%s is not loopback", a)
+		}
+		p := netip.PrefixFrom(a, 24).Masked()
+		if seen[p] {
+			t.Fatalf("%s shares %s with an earlier source", a, p)
+		}
+		seen[p] = true
+	}
+	if _, err := Sources(0); err == nil {
+		t.Error("0 sources accepted")
+	}
+}
+
+func TestTransportFromDialsFromItsSource(t *testing.T) {
+	srcs, _ := Sources(2)
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.RemoteAddr
+	}))
+	defer srv.Close()
+	tr, err := TransportFrom(srcs[1], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ap := netip.MustParseAddrPort(<-got)
+	if ap.Addr() != srcs[1] {
+		t.Fatalf("request came from %s, want %s", ap.Addr(), srcs[1])
+	}
+	if _, err := TransportFrom(netip.MustParseAddr("10.0.0.1"), 1); err == nil {
+		t.Error("a non-loopback source accepted")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,15 @@ func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, channel string, user *chat
 	if user != nil {
 		c.user.Store(user)
 	}
-	c.nextPing.Store(time.Now().Add(h.opts.PingInterval).UnixNano())
+	// The first ping comes after half to all of the interval, at random:
+	// sockets that connected together (after a restart, say) are then not
+	// all pinged in one second, and each ping holds a goroutine and its
+	// stack until the pong.
+	first := h.opts.PingInterval
+	if half := int64(first / 2); half > 0 {
+		first -= time.Duration(rand.Int64N(half))
+	}
+	c.nextPing.Store(time.Now().Add(first).UnixNano())
 	ws.SetReadLimit(h.opts.MaxFrameBytes)
 	return c
 }
@@ -260,7 +269,7 @@ func (c *conn) writeNow(v any) error {
 	if err != nil {
 		return fmt.Errorf("encode frame: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+	ctx, cancel := c.within(c.hub.opts.WriteTimeout)
 	defer cancel()
 	return c.ws.Write(ctx, websocket.MessageText, b)
 }
@@ -271,6 +280,15 @@ func (c *conn) writeNow(v any) error {
 // that floods and never reads kept a core busy for seconds after the
 // decision to drop it.
 const closeGrace = time.Second
+
+// within bounds a call an idle socket makes (its setup, its pings) by d and
+// by the hub's life. It is not a child of c.ctx on purpose: a child
+// registers in c.ctx's map of children, and that map, once made, stays
+// allocated for as long as the socket is open. Whatever ends a connection
+// also closes its socket, which ends these calls.
+func (c *conn) within(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.hub.ctx, d)
+}
 
 // closeWith closes the connection with a code (once); the close handshake
 // may wait for a slow peer (up to closeGrace for each half), so callers on
@@ -315,6 +333,14 @@ func (c *conn) maintain(now time.Time) {
 	if !c.live.Load() || c.ctx.Err() != nil {
 		return
 	}
+	c.mu.Lock()
+	if c.head == len(c.queue) && cap(c.queue) > 0 {
+		// Drained: an idle socket keeps no queue array, which grows to the
+		// longest backlog it ever had (a burst of presence frames on
+		// connect); a busy one gets a new array at most once a second.
+		c.queue, c.head = nil, 0
+	}
+	c.mu.Unlock()
 	if ws := c.writingSince.Load(); ws != 0 && now.Sub(time.Unix(0, ws)) > c.hub.opts.WriteTimeout {
 		c.hub.metrics.deadPeers.Inc()
 		c.cancel()
@@ -326,7 +352,7 @@ func (c *conn) maintain(now time.Time) {
 	}
 	go func() {
 		defer c.pinging.Store(false)
-		ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.PongTimeout)
+		ctx, cancel := c.within(c.hub.opts.PongTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
 		c.nextPing.Store(time.Now().Add(c.hub.opts.PingInterval).UnixNano())
@@ -346,7 +372,7 @@ func (c *conn) serve(since *chat.Cursor, needAuth bool) {
 	if needAuth && !c.awaitAuth() {
 		return
 	}
-	jctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	jctx, cancel := c.within(10 * time.Second)
 	r, pos, err := c.hub.join(jctx, c.channel, c)
 	cancel()
 	if err != nil {
@@ -414,7 +440,7 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 			return fmt.Errorf("encode replay: %w", err)
 		}
 		for _, f := range frames {
-			ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.WriteTimeout)
+			ctx, cancel := c.within(c.hub.opts.WriteTimeout)
 			err := c.ws.Write(ctx, websocket.MessageText, f.data)
 			cancel()
 			if err != nil {
@@ -445,14 +471,17 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 func (c *conn) readHistory(cur chat.Cursor, page int) ([]chat.Event, error) {
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
+		if err := c.ctx.Err(); err != nil {
+			return nil, err
+		}
 		if attempt > 0 {
 			select {
-			case <-c.ctx.Done():
-				return nil, c.ctx.Err()
+			case <-c.hub.ctx.Done():
+				return nil, c.hub.ctx.Err()
 			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
 			}
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		ctx, cancel := c.within(5 * time.Second)
 		var evs []chat.Event
 		evs, err = c.hub.log.ReadEvents(ctx, c.channel, cur, page, 0)
 		cancel()
@@ -514,10 +543,13 @@ func (c *conn) awaitAuth() bool {
 	}
 }
 
-// readLoop handles client frames until the connection ends.
+// readLoop handles client frames until the connection ends. It reads
+// without a context: coder/websocket registers a read's context with
+// context.AfterFunc, which an idle socket would hold for its whole life, and
+// whatever ends a live connection closes its socket, which ends the read.
 func (c *conn) readLoop() {
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.ws.Read(context.Background())
 		if c.shut.Load() {
 			return // closing: what the peer sends now is not served
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/apierr"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/wsbuf"
 )
 
 // WSPath is the WebSocket endpoint.
@@ -148,16 +149,19 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 	return nil
 }
 
-// keepSocket keeps the socket websocket.Accept takes over, which the
-// library does not expose: closing a connection sets deadlines on it to
-// bound the close handshake (conn.closeWith).
+// keepSocket hands websocket.Accept the upgraded connection with wsbuf's
+// buffers in place of the 4 KB reader and 4 KB writer net/http used for the
+// request (they would stay with the socket for as long as it is open, most
+// of what an idle socket costs), and keeps the socket, which the library
+// does not expose: closing a connection sets deadlines on it to bound the
+// close handshake (conn.closeWith).
 type keepSocket struct {
 	gin.ResponseWriter // gin's, whose WriteHeaderNow Accept needs
 	conn               net.Conn
 }
 
 func (w *keepSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	nc, rw, err := w.ResponseWriter.Hijack()
+	nc, rw, err := wsbuf.Hijack(w.ResponseWriter)
 	w.conn = nc
 	return nc, rw, err
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Soak one chat replica on a real redis-server: bench/cmd/soak holds 2,000 sockets on
+# 100 channels (2% reconnecting with since= every 5 s), sends 100 msg/s and takes a
+# moderation action a second through the API, samples the replica's resident memory,
+# goroutines and Redis used_memory every 5 s, and fails when one grows more than 10%
+# between the end of the warm-up and the end, or a subscriber misses or repeats a
+# message. Builds chat and soak, starts Redis (append-only, appendfsync always, as in
+# docker-compose.yml) and the replica, prints every process's CPU, stops what it started.
+#
+#   bench/scripts/chat-soak.sh                     one hour (warm-up 20 min)
+#   bench/scripts/chat-soak.sh -d 3m -warmup 80s   the CI version (make soak-short)
+#
+# Extra arguments go to soak. The replica keeps the default socket limits (the sockets
+# come from 40 loopback addresses, 50 each) and its defaults but two: loopback is exempt
+# from the request rate limit (RATE_LIMIT_ALLOW) and the per-user send limit is off
+# (CHAT_SEND_LIMIT=off), as 40 viewers send 100 msg/s. Environment: REDIS_PORT (16479),
+# CHAT_PORT (18181), CHAT_HISTORY (the service default unless set: the Redis stream of a
+# channel grows until it holds CHAT_HISTORY messages, one a second per channel here, so
+# the warm-up must be longer than that many seconds).
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+redis_port=${REDIS_PORT:-16479}
+chat_port=${CHAT_PORT:-18181}
+admin_token=soak-admin-token-0123456789
+ports_free "$redis_port" "$chat_port"
+scratch
+
+(cd "$root/services/chat" && go build -o "$work/chat" ./cmd/chat)
+(cd "$root/bench" && go build -o "$work/" ./cmd/soak)
+
+mkdir "$work/redis"
+redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
+	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
+pids+=($!)
+redis_pid=$!
+for _ in $(seq 1 100); do
+	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+		break
+	fi
+	sleep 0.1
+done
+
+PORT=$chat_port REDIS_URL=redis://127.0.0.1:$redis_port/0 CHAT_ADMIN_TOKEN=$admin_token \
+	RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off LOG_LEVEL=warn "$work/chat" &
+pids+=($!)
+chat_pid=$!
+wait_ready "http://127.0.0.1:$chat_port/readyz"
+
+cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"
+}
+echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), $(redis-server --version | cut -d' ' -f3), load before:$(uptime | sed 's/.*load average://')"
+status=0
+BENCH_TOKEN=$admin_token "$work/soak" -base "http://127.0.0.1:$chat_port" -pid "$chat_pid" -redis "127.0.0.1:$redis_port" "$@" || status=$?
+echo "# chat pid $chat_pid: $(cpu "$chat_pid") s CPU; redis pid $redis_pid: $(cpu "$redis_pid") s CPU"
+exit "$status"
