@@ -86,14 +86,15 @@ const (
 //	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed,
 //	             unless reason outcome_unknown: the write may have been made
 //
-// A context deadline that is no domain error (a request's, which expired
-// while the store worked) is the store not answering in time, with an
-// outcome nobody can know: unavailable with reason outcome_unknown, as an
-// engine reports a write that got no answer.
+// A context deadline or cancellation that is no domain error (a request's,
+// which expired, or whose client went away, while the store worked) is a
+// store call ended before its answer, with an outcome nobody can know:
+// unavailable with reason outcome_unknown, as an engine reports a write
+// that got no answer, and not a bug (a 500, logged as one).
 func For(err error, in string) (Answer, bool) {
 	de, ok := chat.AsError(err)
 	if !ok {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return For(chat.OutcomeUnknown("the request", err), in)
 		}
 		return Internal, false
