@@ -1,10 +1,8 @@
 package realtime_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -92,28 +90,6 @@ func TestFlooderIsCutOffOnceClosed(t *testing.T) {
 	if now := settledGoroutines(); now > before {
 		t.Fatalf("%d goroutines after the flooder left, %d before", now, before)
 	}
-}
-
-// rawUpgrade completes a WebSocket handshake over plain TCP and returns
-// the connection, reading nothing more.
-func rawUpgrade(t *testing.T, base, query string) net.Conn {
-	t.Helper()
-	addr := strings.TrimPrefix(base, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := "GET " + realtime.WSPath + "?" + query + " HTTP/1.1\r\nHost: " + addr +
-		"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-	if _, err := conn.Write([]byte(req)); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(wait))
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("handshake: %v %v", resp, err)
-	}
-	return conn
 }
 
 // maskedFrames is n client text frames of payload (at most 64 KiB). Their

@@ -357,9 +357,9 @@ func redisServer(t *testing.T, args ...string) *redistest.Server {
 	return redistest.Start(t, args...)
 }
 
-// rawStuckClient completes a WebSocket handshake over plain TCP and then
-// never reads: the server's writes back up into the socket buffers.
-func rawStuckClient(t *testing.T, base, query string) net.Conn {
+// rawUpgrade completes a WebSocket handshake over plain TCP and returns
+// the connection, reading nothing more.
+func rawUpgrade(t *testing.T, base, query string) net.Conn {
 	t.Helper()
 	addr := strings.TrimPrefix(base, "http://")
 	conn, err := net.Dial("tcp", addr)
@@ -371,11 +371,20 @@ func rawStuckClient(t *testing.T, base, query string) net.Conn {
 	if _, err := conn.Write([]byte(req)); err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(conn)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.Contains(line, "101") {
-		t.Fatalf("handshake: %q %v", line, err)
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", resp, err)
 	}
+	return conn
+}
+
+// rawStuckClient completes a WebSocket handshake over plain TCP and then
+// never reads: the server's writes back up into the socket buffers.
+func rawStuckClient(t *testing.T, base, query string) net.Conn {
+	t.Helper()
+	conn := rawUpgrade(t, base, query)
+	_ = conn.SetReadDeadline(time.Time{})
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetReadBuffer(4096)
 	}
