@@ -79,8 +79,14 @@ type replica struct {
 
 func startReplica(t *testing.T, redisURL string, env ...string) *replica {
 	t.Helper()
+	return startBinary(t, chatBinary(t), redisURL, env...)
+}
+
+// startBinary starts the chat binary bin as one replica on redisURL.
+func startBinary(t *testing.T, bin, redisURL string, env ...string) *replica {
+	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(chatBinary(t), "serve")
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+port, "REDIS_URL="+redisURL,
 		"CHAT_ADMIN_TOKEN="+faultAdminToken, "APP_ENV=production", "LOG_LEVEL=warn",
 		"RATE_LIMIT_ALLOW=127.0.0.1/32,::1/128", "CHAT_SEND_LIMIT=1000/1s")

@@ -18,7 +18,9 @@ const (
 // Command is a bot command: a message starting with its name or one of its
 // aliases makes the bot answer with Response, variables filled.
 type Command struct {
-	Name     string   `json:"command"`
+	Name string `json:"command"`
+	// Channel is the channel whose command this is; "" is platform-wide.
+	Channel  string   `json:"channel,omitempty"`
 	Response string   `json:"response"`
 	Aliases  []string `json:"aliases"`
 	Enabled  bool     `json:"enabled"`
@@ -57,7 +59,9 @@ func NormalizeTrigger(s string) (string, error) {
 
 // CommandInput creates a command. Nil optional fields take their defaults.
 type CommandInput struct {
-	Command             string   `json:"command"`
+	Command string `json:"command"`
+	// Channel makes it that channel's own command; "" platform-wide.
+	Channel             string   `json:"channel,omitempty"`
 	Response            string   `json:"response"`
 	Aliases             []string `json:"aliases,omitempty"`
 	Enabled             *bool    `json:"enabled,omitempty"`

@@ -69,7 +69,7 @@ func testEventsAloneAreTrimmed(t *testing.T, e engine) {
 	en := newEnv(t, e, history, true)
 	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
 	for i := 0; i < 10; i++ {
-		must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60 + i, Channel: "quiet"}))
+		must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60 + i, Channel: "quiet"}))
 	}
 	head := must[chat.Cursor](t)(en.store.Head(en.ctx, "quiet"))
 	if head.ID != 0 || head.Seq != 10 {

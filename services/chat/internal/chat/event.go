@@ -35,7 +35,14 @@ type Moderation struct {
 	// Until is when a timeout ends; nil for a ban.
 	Until *time.Time `json:"until,omitempty"`
 	At    time.Time  `json:"at"`
+	// Scope is ScopeChannel when the ban or timeout holds in the event's
+	// channel only; empty when it holds platform-wide (every event
+	// written before channels had their own).
+	Scope string `json:"scope,omitempty"`
 }
+
+// ScopeChannel is Moderation.Scope of a ban or timeout held in one channel.
+const ScopeChannel = "channel"
 
 // EventLog is the per-channel, ordered, bounded log of events that live
 // delivery reads. Both engines keep messages and the other events in one

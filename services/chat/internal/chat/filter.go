@@ -40,7 +40,9 @@ const (
 
 // Filter checks messages from senders below MinRole.
 type Filter struct {
-	ID      string       `json:"id"`
+	ID string `json:"id"`
+	// Channel is the channel whose filter this is; "" is platform-wide.
+	Channel string       `json:"channel,omitempty"`
 	Kind    FilterKind   `json:"kind"`
 	Pattern string       `json:"pattern,omitempty"`
 	Action  FilterAction `json:"action"`
@@ -57,6 +59,8 @@ type Filter struct {
 
 // FilterInput creates a filter; zero values take their defaults.
 type FilterInput struct {
+	// Channel makes it that channel's own filter; "" platform-wide.
+	Channel   string       `json:"channel,omitempty"`
 	Kind      FilterKind   `json:"kind"`
 	Pattern   string       `json:"pattern,omitempty"`
 	Action    FilterAction `json:"action,omitempty"`

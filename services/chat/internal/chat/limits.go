@@ -8,14 +8,19 @@ import (
 // Limits bound what can be created, so that no moderator (or sender, for
 // channels) can make every send slower or the store grow without end.
 // Zero fields take the defaults; the process reads them from
-// CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS and
-// CHAT_MAX_CHANNELS. They hold per deployment: every replica on one Redis
+// CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS,
+// CHAT_MAX_CHANNELS and CHAT_MAX_CHANNEL_ROLES. Every replica on one Redis
 // shares them, and the engines check a count and add in one atomic step.
+// Filters, regex filters and commands count per scope: the platform-wide
+// ones up to the limit, and each channel's own up to the limit again;
+// roles count per channel; channels per deployment.
 type Limits struct {
 	Filters      int
 	RegexFilters int
 	Commands     int
 	Channels     int
+	// ChannelRoles bounds the roles given in one channel.
+	ChannelRoles int
 }
 
 // Default limits. Regular expressions are the one filter kind whose cost
@@ -26,6 +31,7 @@ const (
 	DefaultMaxRegexFilters = 10
 	DefaultMaxCommands     = 500
 	DefaultMaxChannels     = 1000
+	DefaultMaxChannelRoles = 1000
 )
 
 // WithDefaults fills zero fields.
@@ -42,6 +48,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.Channels <= 0 {
 		l.Channels = DefaultMaxChannels
 	}
+	if l.ChannelRoles <= 0 {
+		l.ChannelRoles = DefaultMaxChannelRoles
+	}
 	return l
 }
 
@@ -54,6 +63,7 @@ const (
 	QuotaRegexFilters Quota = "regex filters"
 	QuotaCommands     Quota = "commands"
 	QuotaChannels     Quota = "channels"
+	QuotaChannelRoles Quota = "roles in a channel"
 )
 
 // ReasonLimit is the Reason of a LimitReached error.
@@ -64,6 +74,7 @@ var quotaText = map[Quota]struct{ variable, then string }{
 	QuotaRegexFilters: {"CHAT_MAX_REGEX_FILTERS", "delete a regex filter first, or use a blocked_term"},
 	QuotaCommands:     {"CHAT_MAX_COMMANDS", "delete a command first"},
 	QuotaChannels:     {"CHAT_MAX_CHANNELS", "use an existing channel"},
+	QuotaChannelRoles: {"CHAT_MAX_CHANNEL_ROLES", "take a role back first"},
 }
 
 // LimitReached is what engines return when creating one more would pass

@@ -31,7 +31,7 @@ func testIdempotentSend(t *testing.T, e engine) {
 		t.Fatalf("first send = %+v, %v", first, err)
 	}
 	// Whatever changed since, the repeat answers as the first did.
-	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60}))
+	must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60}))
 	again, err := send(v, "", "!hi there", "k-1")
 	if err != nil || !again.Replayed || again.Message != first.Message || again.Reply == nil || *again.Reply != *first.Reply {
 		t.Fatalf("repeat = %+v, %v; want the first result %+v replayed", again, err, first)

@@ -25,6 +25,7 @@ const (
 	ActionListUsers       Action = "list_users"
 	ActionManageUsers     Action = "manage_users"
 	ActionChangeRoles     Action = "change_roles"
+	ActionNameBroadcaster Action = "name_channel_broadcaster"
 )
 
 // Target says whether an action on another user also needs the actor to
@@ -37,11 +38,28 @@ const (
 	TargetBelow Target = "target must have a lower role than the actor"
 )
 
+// Where says in which roles an action is checked.
+type Where string
+
+// Where an action is checked.
+const (
+	// InChannel: with the role held in the channel it is about (the higher
+	// of the platform-wide role and the role given there).
+	InChannel Where = "channel"
+	// InChannelOrPlatform: with a channel, as InChannel, on that channel's
+	// own things; without one, on the platform-wide things, with the
+	// platform-wide role.
+	InChannelOrPlatform Where = "channel or platform"
+	// OnPlatform: with the platform-wide role only.
+	OnPlatform Where = "platform"
+)
+
 // Permission is one row of the permission table.
 type Permission struct {
 	Action  Action
 	MinRole Role
 	Target  Target
+	Where   Where
 	// What is the human description shown in the README and /docs.
 	What string
 }
@@ -50,21 +68,22 @@ type Permission struct {
 // check in Service goes through Allowed, and PermissionsMarkdown renders this
 // same table for the documentation, so the two cannot drift apart.
 var PermissionTable = []Permission{
-	{ActionReadMessages, RoleViewer, TargetNone, "Read messages, channels and commands (also anonymous while CHAT_PUBLIC_READ=true)"},
-	{ActionSendMessages, RoleViewer, TargetNone, "Send messages (not while banned or timed out)"},
-	{ActionBypassSlowMode, RoleVIP, TargetNone, "Send without waiting for slow mode"},
-	{ActionPostLinks, RoleVIP, TargetNone, "Post links: the default `min_role` of a `links` filter"},
-	{ActionBypassFilters, RoleModerator, TargetNone, "Not checked by filters: the default `min_role` of `blocked_term`, `regex` and `caps` filters"},
-	{ActionBypassCooldowns, RoleModerator, TargetNone, "Trigger bot commands during their cooldowns"},
-	{ActionManageCommands, RoleModerator, TargetNone, "Create, change and delete bot commands"},
-	{ActionManageFilters, RoleModerator, TargetNone, "List, create and delete filters"},
-	{ActionManageChannel, RoleModerator, TargetNone, "Change channel settings (slow mode)"},
-	{ActionDeleteMessages, RoleModerator, TargetBelow, "Delete messages (tombstone); own messages and bot replies too"},
-	{ActionTimeoutUsers, RoleModerator, TargetBelow, "Time users out (1 s to 14 days)"},
-	{ActionBanUsers, RoleModerator, TargetBelow, "Ban and unban users"},
-	{ActionListUsers, RoleModerator, TargetNone, "List users and read any user"},
-	{ActionManageUsers, RoleBroadcaster, TargetBelow, "Create and delete users"},
-	{ActionChangeRoles, RoleBroadcaster, TargetBelow, "Change a user's role (never to or from broadcaster)"},
+	{ActionReadMessages, RoleViewer, TargetNone, InChannel, "Read messages, channels and commands (also anonymous while CHAT_PUBLIC_READ=true)"},
+	{ActionSendMessages, RoleViewer, TargetNone, InChannel, "Send messages (not while banned or timed out)"},
+	{ActionBypassSlowMode, RoleVIP, TargetNone, InChannel, "Send without waiting for slow mode"},
+	{ActionPostLinks, RoleVIP, TargetNone, InChannel, "Post links: the default `min_role` of a `links` filter"},
+	{ActionBypassFilters, RoleModerator, TargetNone, InChannel, "Not checked by filters: the default `min_role` of `blocked_term`, `regex` and `caps` filters"},
+	{ActionBypassCooldowns, RoleModerator, TargetNone, InChannel, "Trigger bot commands during their cooldowns"},
+	{ActionManageCommands, RoleModerator, TargetNone, InChannelOrPlatform, "Create, change and delete bot commands"},
+	{ActionManageFilters, RoleModerator, TargetNone, InChannelOrPlatform, "List, create and delete filters"},
+	{ActionManageChannel, RoleModerator, TargetNone, InChannel, "Change channel settings (slow mode)"},
+	{ActionDeleteMessages, RoleModerator, TargetBelow, InChannel, "Delete messages (tombstone); own messages and bot replies too"},
+	{ActionTimeoutUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Time users out (1 s to 14 days)"},
+	{ActionBanUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Ban and unban users"},
+	{ActionListUsers, RoleModerator, TargetNone, InChannelOrPlatform, "List users and read any user"},
+	{ActionManageUsers, RoleBroadcaster, TargetBelow, OnPlatform, "Create and delete users"},
+	{ActionChangeRoles, RoleBroadcaster, TargetBelow, InChannelOrPlatform, "Change a user's role: platform-wide (never to or from broadcaster), or in a channel (`PUT /channels/{channel}/roles/{user_id}`: moderator, vip, subscriber)"},
+	{ActionNameBroadcaster, RoleBroadcaster, TargetNone, OnPlatform, "Name or remove a channel's broadcaster (the platform's administrator, `CHAT_ADMIN_TOKEN`)"},
 }
 
 // permissionIndex is built once from PermissionTable.
@@ -110,14 +129,14 @@ func AllowedOn(actor Role, a Action, target Role) bool {
 // README and the OpenAPI description.
 func PermissionsMarkdown() string {
 	var b strings.Builder
-	b.WriteString("| Action | What | ")
+	b.WriteString("| Action | What | Where | ")
 	for i, r := range Roles {
 		if i > 0 {
 			b.WriteString(" | ")
 		}
 		b.WriteString(string(r))
 	}
-	b.WriteString(" |\n|---|---|")
+	b.WriteString(" |\n|---|---|---|")
 	for range Roles {
 		b.WriteString(":-:|")
 	}
@@ -127,7 +146,7 @@ func PermissionsMarkdown() string {
 		if p.Target == TargetBelow {
 			what += "; the " + string(p.Target)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s |", p.Action, what)
+		fmt.Fprintf(&b, "| `%s` | %s | %s |", p.Action, what, p.Where)
 		for _, r := range Roles {
 			mark := " "
 			if r.AtLeast(p.MinRole) {
@@ -139,6 +158,10 @@ func PermissionsMarkdown() string {
 	}
 	b.WriteString("\nRoles, highest first: broadcaster > moderator > vip > subscriber > viewer. ")
 	b.WriteString("Actions on another user need a strictly higher role: nobody moderates the broadcaster, ")
-	b.WriteString("and a moderator cannot act on another moderator. A command's `user_level` is the lowest role that may trigger it.\n")
+	b.WriteString("and a moderator cannot act on another moderator. A command's `user_level` is the lowest role that may trigger it.\n\n")
+	b.WriteString("Where: `channel` actions are checked with the role the user holds in that channel, the higher of the platform-wide role ")
+	b.WriteString("and the role given there (`PUT /channels/{channel}/roles/{user_id}`); `channel or platform` ones act on a channel's own ")
+	b.WriteString("roles, bans, timeouts, commands and filters when the request names a `channel` (role held there), and on the platform-wide ")
+	b.WriteString("ones otherwise (platform-wide role); `platform` ones need the platform-wide role.\n")
 	return b.String()
 }

@@ -28,11 +28,15 @@ func (s *Service) Channel(ctx context.Context, actor *User, name string) (Channe
 
 // UpdateChannel changes a channel's settings (moderators).
 func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p ChannelPatch) (Channel, error) {
-	if err := s.require(actor, ActionManageChannel); err != nil {
-		return Channel{}, err
-	}
 	name, err := NormalizeChannel(name)
 	if err != nil {
+		return Channel{}, err
+	}
+	am, err := s.Member(ctx, actor, name)
+	if err != nil {
+		return Channel{}, err
+	}
+	if err := s.requireIn(am, ActionManageChannel); err != nil {
 		return Channel{}, err
 	}
 	c, err := s.store.Channel(ctx, name)

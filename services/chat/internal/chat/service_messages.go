@@ -59,7 +59,10 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		once = Once{Key: sendOnce(u.ID, in.IdempotencyKey), Part: OnceMessage, Fingerprint: fingerprint(in.Message), For: IdempotencyWindow}
 	}
 	now := s.clock()
-	reads := SendReads{Now: now, Once: OnceRef{Channel: channel, Key: once.Key}}
+	// The sender's standing in the channel (a role given there, a ban or
+	// timeout held there) and the channel's own filters are read with the
+	// rest: the send still makes one round trip before it writes.
+	reads := SendReads{Now: now, Once: OnceRef{Channel: channel, Key: once.Key}, In: channel, Member: u.ID}
 	if !from.current() {
 		reads.User = u.ID
 	}
@@ -72,7 +75,8 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		reads.CountUser, reads.Limit = u.ID, s.sendLimit
 	}
 	// A held sender's role may have changed: read the settings whatever it
-	// was.
+	// was. A role given in the channel is not known yet: the platform-wide
+	// one decides (a channel's VIP has the settings read for nothing).
 	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) {
 		reads.Channel = channel
 	}
@@ -105,20 +109,25 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if err := s.checkSendLimit(ctx, u, st.SendWait, st.CountErr); err != nil {
 		return SendResult{}, err
 	}
-	if err := s.require(u, ActionSendMessages); err != nil {
+	if st.StandingErr != nil {
+		return SendResult{}, fmt.Errorf("send: standing in %s: %w", channel, st.StandingErr)
+	}
+	member := Member{User: u, Channel: channel, Standing: st.Standing}
+	role := member.Role()
+	if err := s.requireIn(member, ActionSendMessages); err != nil {
 		return SendResult{}, err
 	}
-	if err := s.checkModeration(u, now); err != nil {
+	if err := s.checkModeration(member, now); err != nil {
 		return SendResult{}, err
 	}
 	text, err := checkMessageText(in.Message)
 	if err != nil {
 		return SendResult{}, err
 	}
-	if st.FiltersErr != nil {
-		return SendResult{}, fmt.Errorf("send: load filters: %w", st.FiltersErr)
+	if err := errors.Join(st.FiltersErr, st.ChannelFiltersErr); err != nil {
+		return SendResult{}, fmt.Errorf("send: load filters: %w", err)
 	}
-	out := applyFilters(text, u.Role, s.compiledFilters(ctx, st.Filters))
+	out := applyFilters(text, role, s.compiledFilters(ctx, st.Filters, st.ChannelFilters))
 	if out.blocked != nil {
 		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
 			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
@@ -129,7 +138,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	// Slow mode is a gate passed in the same step as the append: a message
 	// refused by it stores nothing, and one stored has closed it.
 	var gates []Gate
-	if !Allowed(u.Role, ActionBypassSlowMode) {
+	if !Allowed(role, ActionBypassSlowMode) {
 		if st.ChannelErr != nil {
 			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
 		}
@@ -137,7 +146,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 			gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
 		}
 	}
-	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: u.Ref(), Text: out.text, CreatedAt: now}, once, gates...)
+	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: member.Ref(), Text: out.text, CreatedAt: now}, once, gates...)
 	var closed *Error
 	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
 		return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: closed.RetryAfter, Reason: "slow_mode",
@@ -150,7 +159,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if once.Set() {
 		once.Part, once.Fingerprint = OnceReply, ""
 	}
-	reply, err := s.runCommand(ctx, u, m, now, once, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
+	reply, err := s.runCommand(ctx, member, m, now, once, prefetched{trigger: reads.Trigger, cmd: st.Command, err: st.CommandErr})
 	if err != nil {
 		// The message is stored and must be reported as such; a lost bot
 		// reply is not worth failing the request over.
@@ -190,14 +199,15 @@ type prefetched struct {
 // read from the stored text; pre is used when its trigger is that one (a
 // mask may have changed it), else the command is read now. once records
 // the reply with the message's idempotency record, if it has one.
-func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Time, once Once, pre prefetched) (*Message, error) {
+func (s *Service) runCommand(ctx context.Context, member Member, m Message, now time.Time, once Once, pre prefetched) (*Message, error) {
+	u, role := member.User, member.Role()
 	inv, ok := parseInvocation(m.Text)
 	if !ok {
 		return nil, nil
 	}
 	cmd, err := pre.cmd, pre.err
 	if inv.trigger != pre.trigger {
-		cmd, err = s.store.Command(ctx, inv.trigger)
+		cmd, err = s.resolveCommand(ctx, m.Channel, inv.trigger)
 	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -205,16 +215,22 @@ func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("command %s: %w", inv.trigger, err)
 	}
-	if !cmd.Enabled || !u.Role.AtLeast(cmd.UserLevel) {
+	if !cmd.Enabled || !role.AtLeast(cmd.UserLevel) {
 		return nil, nil
 	}
-	if !Allowed(u.Role, ActionBypassCooldowns) {
+	if !Allowed(role, ActionBypassCooldowns) {
+		// A channel's own command has gates of its own, apart from those
+		// of a platform-wide command of the same name.
+		key := "cmd"
+		if cmd.Channel != "" {
+			key = "ccmd"
+		}
 		var gates []Gate
 		if cmd.CooldownSeconds > 0 {
-			gates = append(gates, Gate{Channel: m.Channel, Key: "cmd:" + cmd.Name, For: time.Duration(cmd.CooldownSeconds) * time.Second})
+			gates = append(gates, Gate{Channel: m.Channel, Key: key + ":" + cmd.Name, For: time.Duration(cmd.CooldownSeconds) * time.Second})
 		}
 		if cmd.UserCooldownSeconds > 0 {
-			gates = append(gates, Gate{Channel: m.Channel, Key: "cmdu:" + cmd.Name + ":" + u.ID, For: time.Duration(cmd.UserCooldownSeconds) * time.Second})
+			gates = append(gates, Gate{Channel: m.Channel, Key: key + "u:" + cmd.Name + ":" + u.ID, For: time.Duration(cmd.UserCooldownSeconds) * time.Second})
 		}
 		if len(gates) > 0 {
 			wait, err := s.store.Acquire(ctx, now, gates...)
@@ -226,7 +242,7 @@ func (s *Service) runCommand(ctx context.Context, u User, m Message, now time.Ti
 			}
 		}
 	}
-	count, err := s.store.CountCommand(ctx, cmd.Name)
+	count, err := s.store.CountCommand(ctx, cmd.Channel, cmd.Name)
 	if err != nil {
 		return nil, fmt.Errorf("command %s count: %w", cmd.Name, err)
 	}
@@ -279,11 +295,15 @@ func (s *Service) Messages(ctx context.Context, actor *User, channel string, p P
 // messages of lower roles, their own and bot replies; nobody deletes the
 // broadcaster's, and a moderator cannot delete another moderator's.
 func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string, id int64) (Message, error) {
-	if err := s.require(actor, ActionDeleteMessages); err != nil {
-		return Message{}, err
-	}
 	channel, err := NormalizeChannel(channel)
 	if err != nil {
+		return Message{}, err
+	}
+	am, err := s.Member(ctx, actor, channel)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := s.requireIn(am, ActionDeleteMessages); err != nil {
 		return Message{}, err
 	}
 	m, err := s.store.Message(ctx, channel, id)
@@ -297,7 +317,12 @@ func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string,
 		} else if !errors.Is(err, ErrNotFound) {
 			return Message{}, fmt.Errorf("delete message %d: load author: %w", id, err)
 		}
-		if err := s.requireOn(actor, ActionDeleteMessages, author); err != nil {
+		// Judged by the roles held in this channel, as everything here.
+		tm, err := s.Member(ctx, author, channel)
+		if err != nil {
+			return Message{}, fmt.Errorf("delete message %d: %w", id, err)
+		}
+		if err := s.requireOnIn(am, ActionDeleteMessages, tm); err != nil {
 			return Message{}, err
 		}
 	}

@@ -56,25 +56,52 @@ type Store interface {
 	// DeleteUser removes the user and its token if it still holds ifRole.
 	DeleteUser(ctx context.Context, id string, ifRole Role) error
 
-	// CreateCommand stores c; Conflict if its name or an alias is any
-	// command's name or alias, LimitReached(QuotaCommands, max) if max
-	// commands exist (max <= 0: no limit), checked atomically with the insert.
-	CreateCommand(ctx context.Context, c Command, max int) error
-	// Command finds a command by name or alias (normalised triggers).
-	Command(ctx context.Context, trigger string) (Command, error)
-	Commands(ctx context.Context) ([]Command, error)
-	// UpdateCommand replaces the command named name (aliases re-checked).
-	UpdateCommand(ctx context.Context, name string, c Command) error
-	DeleteCommand(ctx context.Context, name string) error
-	// CountCommand adds one use and returns the new count.
-	CountCommand(ctx context.Context, name string) (int64, error)
+	// UsersByID returns the users among ids that exist.
+	UsersByID(ctx context.Context, ids []string) (map[string]User, error)
 
-	// CreateFilter assigns an id and stores f, unless lim.Filters filters
-	// exist, or f is a regex and lim.RegexFilters regex filters exist
-	// (LimitReached; a limit <= 0 is none), checked atomically with the insert.
+	// Standing returns id's standing in channel: the zero Standing when
+	// nothing was given or held there.
+	Standing(ctx context.Context, channel, id string) (Standing, error)
+	// ChannelRoles returns the roles given in channel, by user id.
+	ChannelRoles(ctx context.Context, channel string) (map[string]Role, error)
+	// SetChannelRole gives id role in channel, or takes its role there
+	// back when role is "", if its role there is still ifRole ("" for
+	// none; Conflict otherwise). Giving a role to one more user when max
+	// (> 0) users hold one there is LimitReached(QuotaChannelRoles, max),
+	// checked atomically with the write.
+	SetChannelRole(ctx context.Context, channel, id string, ifRole, role Role, max int) error
+	// SetModeration replaces the ban, timeout and reason of id's standing
+	// in channel with m's (its Role is ignored) and, when ev is not nil,
+	// appends ev to channel's log in the same step.
+	SetModeration(ctx context.Context, channel, id string, m Standing, ev *Event) error
+
+	// Commands and filters live in a scope: "" is platform-wide, a channel
+	// name is that channel's own. Each scope has its own names, triggers,
+	// ids and limits.
+
+	// CreateCommand stores c in c.Channel; Conflict if its name or an alias
+	// is any command's name or alias there, LimitReached(QuotaCommands,
+	// max) if max commands exist there (max <= 0: no limit), checked
+	// atomically with the insert.
+	CreateCommand(ctx context.Context, c Command, max int) error
+	// Command finds a command of scope by name or alias (normalised
+	// triggers).
+	Command(ctx context.Context, scope, trigger string) (Command, error)
+	Commands(ctx context.Context, scope string) ([]Command, error)
+	// UpdateCommand replaces the command named name in c.Channel (aliases
+	// re-checked).
+	UpdateCommand(ctx context.Context, name string, c Command) error
+	DeleteCommand(ctx context.Context, scope, name string) error
+	// CountCommand adds one use and returns the new count.
+	CountCommand(ctx context.Context, scope, name string) (int64, error)
+
+	// CreateFilter assigns an id and stores f in f.Channel, unless
+	// lim.Filters filters exist there, or f is a regex and lim.RegexFilters
+	// regex filters exist there (LimitReached; a limit <= 0 is none),
+	// checked atomically with the insert.
 	CreateFilter(ctx context.Context, f Filter, lim Limits) (Filter, error)
-	Filters(ctx context.Context) ([]Filter, error)
-	DeleteFilter(ctx context.Context, id string) error
+	Filters(ctx context.Context, scope string) ([]Filter, error)
+	DeleteFilter(ctx context.Context, scope, id string) error
 
 	// Acquire passes every gate or none: if any gate is closed at now it
 	// returns the longest remaining wait and changes nothing; otherwise it
@@ -128,8 +155,14 @@ type SendReads struct {
 	Limit     SendLimit
 	Now       time.Time
 	// Trigger, when not empty, is a command trigger looked up as Command
-	// does (the message looks like a command invocation).
+	// does (the message looks like a command invocation): In's own command
+	// if it has one, else the platform-wide one.
 	Trigger string
+	// In is the channel the message goes to: its own filters are read
+	// (besides the platform-wide ones), and its own command for Trigger.
+	In string
+	// Member, when not empty, is a user whose standing in In is read.
+	Member string
 	// Once, when its Key is set, names an idempotency record to read (see
 	// Once): a send under a key seen before answers with what the first
 	// one stored.
@@ -146,16 +179,23 @@ type OnceRef struct {
 // because Send treats them differently: a user gone is Unauthorized, a
 // counter that cannot be reached lets the message through.
 type SendState struct {
-	User       User
-	UserErr    error // NotFound when the user no longer exists
-	Filters    []Filter
-	FiltersErr error
-	Channel    Channel
-	ChannelErr error
+	User    User
+	UserErr error // NotFound when the user no longer exists
+	// Filters are the platform-wide filters, ChannelFilters In's own.
+	Filters           []Filter
+	FiltersErr        error
+	ChannelFilters    []Filter
+	ChannelFiltersErr error
+	// Standing is Member's standing in In.
+	Standing    Standing
+	StandingErr error
+	Channel     Channel
+	ChannelErr  error
 	// SendWait is the count's answer: 0 when the message may go.
 	SendWait time.Duration
 	CountErr error
-	// Command is Trigger's command; CommandErr is NotFound when there is none.
+	// Command is Trigger's command (In's own first); CommandErr is
+	// NotFound when there is none.
 	Command    Command
 	CommandErr error
 	// Once is the record of SendReads.Once (empty when none was stored).

@@ -196,6 +196,9 @@ func runSuite(t *testing.T, e engine) {
 		{"OnceRecordRace", testOnceRecordRace},
 		{"Epochs", testEpochs},
 		{"EventsAloneAreTrimmed", testEventsAloneAreTrimmed},
+		{"ChannelRoles", testChannelRoles},
+		{"ChannelModeration", testChannelModeration},
+		{"ChannelCommandsAndFilters", testChannelCommandsAndFilters},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })
@@ -284,7 +287,7 @@ func testPublicReadOff(t *testing.T, e engine) {
 	en := newEnv(t, e, 1000, false)
 	_, err := en.svc.Messages(en.ctx, nil, "", chat.Page{})
 	wantKind(t, err, chat.KindUnauthorized)
-	_, err = en.svc.Commands(en.ctx, nil)
+	_, err = en.svc.Commands(en.ctx, nil, "")
 	wantKind(t, err, chat.KindUnauthorized)
 	_, err = en.svc.Channel(en.ctx, nil, "general")
 	wantKind(t, err, chat.KindUnauthorized)
@@ -323,17 +326,17 @@ func testPermissionMatrix(t *testing.T, e engine) {
 		}},
 		{"update command", chat.RoleModerator, func(en *env, a chat.User) error {
 			r := "y"
-			_, err := en.svc.UpdateCommand(en.ctx, a, "fixed", chat.CommandPatch{Response: &r})
+			_, err := en.svc.UpdateCommand(en.ctx, a, "", "fixed", chat.CommandPatch{Response: &r})
 			return err
 		}},
 		{"delete command", chat.RoleModerator, func(en *env, a chat.User) error {
 			n++
 			name := fmt.Sprintf("d%d", n)
 			must[chat.Command](t)(en.svc.CreateCommand(en.ctx, en.users[chat.RoleBroadcaster], chat.CommandInput{Command: name, Response: "x"}))
-			return en.svc.DeleteCommand(en.ctx, a, name)
+			return en.svc.DeleteCommand(en.ctx, a, "", name)
 		}},
 		{"list filters", chat.RoleModerator, func(en *env, a chat.User) error {
-			_, err := en.svc.Filters(en.ctx, a)
+			_, err := en.svc.Filters(en.ctx, a, "")
 			return err
 		}},
 		{"create filter", chat.RoleModerator, func(en *env, a chat.User) error {
@@ -342,7 +345,7 @@ func testPermissionMatrix(t *testing.T, e engine) {
 		}},
 		{"delete filter", chat.RoleModerator, func(en *env, a chat.User) error {
 			f := must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, en.users[chat.RoleBroadcaster], chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "zzzr"}))
-			return en.svc.DeleteFilter(en.ctx, a, f.ID)
+			return en.svc.DeleteFilter(en.ctx, a, "", f.ID)
 		}},
 		{"update channel", chat.RoleModerator, func(en *env, a chat.User) error {
 			z := 0
@@ -359,8 +362,8 @@ func testPermissionMatrix(t *testing.T, e engine) {
 		}},
 		{"unban", chat.RoleModerator, func(en *env, a chat.User) error {
 			u := fresh(en)
-			must[chat.User](t)(en.svc.Ban(en.ctx, en.users[chat.RoleBroadcaster], u.ID, chat.BanInput{}))
-			_, err := en.svc.Unban(en.ctx, a, u.ID)
+			must[chat.Member](t)(en.svc.Ban(en.ctx, en.users[chat.RoleBroadcaster], u.ID, chat.BanInput{}))
+			_, err := en.svc.Unban(en.ctx, a, u.ID, "")
 			return err
 		}},
 		{"list users", chat.RoleModerator, func(en *env, a chat.User) error {
@@ -430,7 +433,7 @@ func testTargetRules(t *testing.T, e engine) {
 
 	// But the broadcaster can, a moderator can on a vip, and on their own lines.
 	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, b, "", m2.ID))
-	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, vip.ID, chat.TimeoutInput{Seconds: 10}))
+	must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, vip.ID, chat.TimeoutInput{Seconds: 10}))
 	own := en.send(mod, "mine").Message
 	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "", own.ID))
 
@@ -481,7 +484,7 @@ func testModeration(t *testing.T, e engine) {
 	_, err = en.svc.Timeout(en.ctx, mod, "nobody", chat.TimeoutInput{Seconds: 60})
 	wantKind(t, err, chat.KindNotFound)
 
-	u := must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 600, Reason: "spam"}))
+	u := must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 600, Reason: "spam"})).User
 	until := en.clock.Now().Add(600 * time.Second)
 	if u.TimedOutUntil == nil || !u.TimedOutUntil.Equal(until) || u.ModReason != "spam" {
 		t.Fatalf("timed out user = %+v", u)
@@ -494,7 +497,7 @@ func testModeration(t *testing.T, e engine) {
 	en.clock.Advance(600 * time.Second)
 	en.send(v, "back")
 
-	must[chat.User](t)(en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{Reason: "again"}))
+	must[chat.Member](t)(en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{Reason: "again"}))
 	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Message: "hello?"})
 	ferr = wantKind(t, err, chat.KindForbidden)
 	if ferr.Reason != "banned" || !ferr.Until.IsZero() {
@@ -504,14 +507,14 @@ func testModeration(t *testing.T, e engine) {
 	wantKind(t, err, chat.KindConflict)
 	_, err = en.svc.Ban(en.ctx, mod, v.ID, chat.BanInput{})
 	wantKind(t, err, chat.KindConflict)
-	u = must[chat.User](t)(en.svc.Unban(en.ctx, mod, v.ID))
+	u = must[chat.Member](t)(en.svc.Unban(en.ctx, mod, v.ID, "")).User
 	if u.Banned || u.TimedOutUntil != nil {
 		t.Fatalf("unbanned = %+v", u)
 	}
 	en.send(v, "free")
 	// Unban also lifts a timeout.
-	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60}))
-	must[chat.User](t)(en.svc.Unban(en.ctx, mod, v.ID))
+	must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 60}))
+	must[chat.Member](t)(en.svc.Unban(en.ctx, mod, v.ID, ""))
 	en.send(v, "free again")
 }
 
@@ -708,13 +711,13 @@ func testFilters(t *testing.T, e engine) {
 		_, err := en.svc.CreateFilter(en.ctx, mod, in)
 		wantKind(t, err, chat.KindInvalid)
 	}
-	fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod))
+	fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod, ""))
 	if len(fs) != 6 || fs[0].ID != term.ID {
 		t.Fatalf("filters = %+v", fs)
 	}
-	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, term.ID))
+	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, "", term.ID))
 	en.send(v, "badword")
-	wantKind(t, en.svc.DeleteFilter(en.ctx, mod, term.ID), chat.KindNotFound)
+	wantKind(t, en.svc.DeleteFilter(en.ctx, mod, "", term.ID), chat.KindNotFound)
 }
 
 func testCommands(t *testing.T, e engine) {
@@ -774,33 +777,33 @@ func testCommands(t *testing.T, e engine) {
 	}
 
 	// Read, update, delete.
-	got := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "hey"))
+	got := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "", "hey"))
 	if got.Name != "!hello" || got.Count != 2 {
 		t.Fatalf("got %+v", got)
 	}
-	list := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil))
+	list := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil, ""))
 	if len(list) != 1 || list[0].Count != 2 {
 		t.Fatalf("list %+v", list)
 	}
 	resp, aliases := "Yo ${user}", []string{"yo"}
-	upd := must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "!hi", chat.CommandPatch{Response: &resp, Aliases: &aliases}))
+	upd := must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "", "!hi", chat.CommandPatch{Response: &resp, Aliases: &aliases}))
 	if upd.Response != resp || strings.Join(upd.Aliases, ",") != "!yo" || upd.Count != 2 {
 		t.Fatalf("updated %+v", upd)
 	}
-	_, err := en.svc.Command(en.ctx, nil, "hi")
+	_, err := en.svc.Command(en.ctx, nil, "", "hi")
 	wantKind(t, err, chat.KindNotFound)
 	// The freed alias can be taken; a taken one cannot be added.
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "hi", Response: "x"}))
 	taken := []string{"hi"}
-	_, err = en.svc.UpdateCommand(en.ctx, mod, "hello", chat.CommandPatch{Aliases: &taken})
+	_, err = en.svc.UpdateCommand(en.ctx, mod, "", "hello", chat.CommandPatch{Aliases: &taken})
 	wantKind(t, err, chat.KindConflict)
 	en.clock.Advance(5 * time.Second)
 	if r := en.send(v, "!yo").Reply; r == nil || r.Text != "Yo viewer_one" {
 		t.Fatalf("updated reply %+v", r)
 	}
-	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "yo"))
-	wantKind(t, en.svc.DeleteCommand(en.ctx, mod, "hello"), chat.KindNotFound)
-	_, err = en.svc.UpdateCommand(en.ctx, mod, "hello", chat.CommandPatch{Response: &resp})
+	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "", "yo"))
+	wantKind(t, en.svc.DeleteCommand(en.ctx, mod, "", "hello"), chat.KindNotFound)
+	_, err = en.svc.UpdateCommand(en.ctx, mod, "", "hello", chat.CommandPatch{Response: &resp})
 	wantKind(t, err, chat.KindNotFound)
 	en.clock.Advance(5 * time.Second)
 	if r := en.send(v, "!hello").Reply; r != nil {
@@ -848,7 +851,7 @@ func testCommandCooldowns(t *testing.T, e engine) {
 	}
 	// A failed cooldown check did not eat the per-user gate: v2 used it at
 	// step 2 only.
-	c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "cd"))
+	c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "", "cd"))
 	if c.Count != 4 {
 		t.Fatalf("count = %d, want 4", c.Count)
 	}
@@ -952,8 +955,8 @@ func testEventLog(t *testing.T, e engine) {
 	m1 := en.send(v, "one").Message
 	en.send(v, "two")
 	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "general", m1.ID))
-	must[chat.User](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 30, Reason: "calm"}))
-	must[chat.User](t)(en.svc.Ban(en.ctx, mod, en.users[chat.RoleSubscriber].ID, chat.BanInput{Channel: "general"}))
+	must[chat.Member](t)(en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 30, Reason: "calm"}))
+	must[chat.Member](t)(en.svc.Ban(en.ctx, mod, en.users[chat.RoleSubscriber].ID, chat.BanInput{Channel: "general"}))
 	en.send(mod, "three")
 
 	evs := must[[]chat.Event](t)(log.ReadEvents(en.ctx, "general", chat.Cursor{}, 100, 0))
@@ -1061,7 +1064,7 @@ func testTwoInstances(t *testing.T, e engine) {
 	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "shared", Response: "n=${count}"}))
 	// The second instance sees the command, the users and the messages.
-	c := must[chat.Command](t)(other.Command(en.ctx, nil, "shared"))
+	c := must[chat.Command](t)(other.Command(en.ctx, nil, "", "shared"))
 	if c.Name != "!shared" {
 		t.Fatalf("other sees %+v", c)
 	}
@@ -1091,7 +1094,7 @@ func testTwoInstances(t *testing.T, e engine) {
 		t.Fatalf("other auth %+v", got)
 	}
 	// A ban on one instance stops sends on the other.
-	must[chat.User](t)(other.Ban(en.ctx, mod, u.ID, chat.BanInput{}))
+	must[chat.Member](t)(other.Ban(en.ctx, mod, u.ID, chat.BanInput{}))
 	_, err = en.svc.Send(en.ctx, chat.Held(u), chat.SendInput{Message: "hi"})
 	wantKind(t, err, chat.KindForbidden)
 }
@@ -1121,19 +1124,19 @@ func testConcurrentCreates(t *testing.T, e engine) {
 	if ok.Load() != 1 || conflict.Load() != 15 {
 		t.Fatalf("created %d, conflicts %d", ok.Load(), conflict.Load())
 	}
-	cs := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil))
+	cs := must[[]chat.Command](t)(en.svc.Commands(en.ctx, nil, ""))
 	if len(cs) != 1 {
 		t.Fatalf("commands %+v", cs)
 	}
 	// No stray alias claims from the losers.
 	for i := 0; i < 16; i++ {
-		_, err := en.svc.Command(en.ctx, nil, fmt.Sprintf("r%d", i))
+		_, err := en.svc.Command(en.ctx, nil, "", fmt.Sprintf("r%d", i))
 		if err == nil && "!r"+fmt.Sprint(i) != cs[0].Aliases[0] {
 			t.Fatalf("stray alias r%d", i)
 		}
 	}
 	// Concurrent uses lose no count.
-	must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "race", chat.CommandPatch{CooldownSeconds: ptr(0)}))
+	must[chat.Command](t)(en.svc.UpdateCommand(en.ctx, mod, "", "race", chat.CommandPatch{CooldownSeconds: ptr(0)}))
 	for i := 0; i < 20; i++ {
 		wg.Add(1)
 		go func() {
@@ -1144,7 +1147,7 @@ func testConcurrentCreates(t *testing.T, e engine) {
 		}()
 	}
 	wg.Wait()
-	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "race")); c.Count != 20 {
+	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "", "race")); c.Count != 20 {
 		t.Fatalf("count %d, want 20", c.Count)
 	}
 }
@@ -1184,7 +1187,7 @@ func wantLimit(t *testing.T, err error, max int, variable string) {
 func testLimits(t *testing.T, e engine) {
 	en := newEnvLimits(t, e, 1000, true, chat.Limits{Filters: 3, RegexFilters: 1, Commands: 2, Channels: 2})
 	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
-	if got := en.svc.Limits(); got != (chat.Limits{Filters: 3, RegexFilters: 1, Commands: 2, Channels: 2}) {
+	if got := en.svc.Limits(); got != (chat.Limits{Filters: 3, RegexFilters: 1, Commands: 2, Channels: 2, ChannelRoles: chat.DefaultMaxChannelRoles}) {
 		t.Fatalf("limits %+v", got)
 	}
 
@@ -1196,11 +1199,11 @@ func testLimits(t *testing.T, e engine) {
 	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterLinks}))
 	_, err = en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "four"})
 	wantLimit(t, err, 3, "CHAT_MAX_FILTERS")
-	if fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod)); len(fs) != 3 {
+	if fs := must[[]chat.Filter](t)(en.svc.Filters(en.ctx, mod, "")); len(fs) != 3 {
 		t.Fatalf("%d filters stored past the limit", len(fs))
 	}
 	// Deleting one makes room again.
-	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, re.ID))
+	must[struct{}](t)(struct{}{}, en.svc.DeleteFilter(en.ctx, mod, "", re.ID))
 	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterRegex, Pattern: "z+y"}))
 
 	// Commands: a taken name is still a plain conflict, a new one past the limit a quota.
@@ -1213,7 +1216,7 @@ func testLimits(t *testing.T, e engine) {
 	}
 	_, err = en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "three", Response: "hi"})
 	wantLimit(t, err, 2, "CHAT_MAX_COMMANDS")
-	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "two"))
+	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "", "two"))
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "three", Response: "hi"}))
 
 	// Channels: two exist once written to; a third cannot be written by a
@@ -1309,11 +1312,11 @@ func testBotReplyRules(t *testing.T, e engine) {
 	}
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "so", Response: "${touser}", CooldownSeconds: ptr(0)}))
 	bad := zw + "${args}"
-	_, err := en.svc.UpdateCommand(en.ctx, mod, "so", chat.CommandPatch{Response: &bad})
+	_, err := en.svc.UpdateCommand(en.ctx, mod, "", "so", chat.CommandPatch{Response: &bad})
 	if ferr := wantKind(t, err, chat.KindInvalid); ferr.Fields[0].Field != "response" {
 		t.Fatalf("update: field = %+v", ferr.Fields)
 	}
-	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "so")); c.Response != "${touser}" {
+	if c := must[chat.Command](t)(en.svc.Command(en.ctx, nil, "", "so")); c.Response != "${touser}" {
 		t.Fatalf("a refused update changed the response to %q", c.Response)
 	}
 

@@ -47,8 +47,8 @@ type Config struct {
 	AdminTokenGenerated bool
 	History             int
 	PublicRead          bool
-	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS
-	// and CHAT_MAX_CHANNELS.
+	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS,
+	// CHAT_MAX_CHANNELS and CHAT_MAX_CHANNEL_ROLES.
 	Limits chat.Limits
 	// SendLimit is CHAT_SEND_LIMIT, the per-user message rate (zero: off).
 	SendLimit chat.SendLimit
@@ -81,6 +81,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("history", c.History), slog.Bool("public_read", c.PublicRead),
 		slog.Int("max_filters", c.Limits.Filters), slog.Int("max_regex_filters", c.Limits.RegexFilters),
 		slog.Int("max_commands", c.Limits.Commands), slog.Int("max_channels", c.Limits.Channels),
+		slog.Int("max_channel_roles", c.Limits.ChannelRoles),
 		slog.String("send_limit", c.SendLimit.String()),
 		slog.Int("ws_max_sockets", c.Sockets.MaxSockets), slog.Int("ws_user_reserve_percent", c.Sockets.UserReservePercent),
 		slog.Int("ws_max_sockets_per_user", c.Sockets.MaxSocketsPerUser), slog.Int("ws_max_sockets_per_ip", c.Sockets.MaxSocketsPerIP),
@@ -131,6 +132,7 @@ func Load(getenv func(string) string) (Config, error) {
 		{"CHAT_MAX_REGEX_FILTERS", &c.Limits.RegexFilters},
 		{"CHAT_MAX_COMMANDS", &c.Limits.Commands},
 		{"CHAT_MAX_CHANNELS", &c.Limits.Channels},
+		{"CHAT_MAX_CHANNEL_ROLES", &c.Limits.ChannelRoles},
 	} {
 		if v := getenv(l.name); v != "" {
 			n, err := strconv.Atoi(v)

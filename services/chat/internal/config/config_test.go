@@ -121,15 +121,15 @@ func TestLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits != (chat.Limits{Filters: 300, RegexFilters: 10, Commands: 500, Channels: 1000}) {
+	if c.Limits != (chat.Limits{Filters: 300, RegexFilters: 10, Commands: 500, Channels: 1000, ChannelRoles: 1000}) {
 		t.Fatalf("default limits %+v", c.Limits)
 	}
-	c, err = Load(envOf(map[string]string{"CHAT_MAX_FILTERS": "5", "CHAT_MAX_REGEX_FILTERS": "9", "CHAT_MAX_COMMANDS": "7", "CHAT_MAX_CHANNELS": "3"}))
+	c, err = Load(envOf(map[string]string{"CHAT_MAX_FILTERS": "5", "CHAT_MAX_REGEX_FILTERS": "9", "CHAT_MAX_COMMANDS": "7", "CHAT_MAX_CHANNELS": "3", "CHAT_MAX_CHANNEL_ROLES": "4"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The regex limit is part of the filter limit, so it never exceeds it.
-	if c.Limits != (chat.Limits{Filters: 5, RegexFilters: 5, Commands: 7, Channels: 3}) {
+	if c.Limits != (chat.Limits{Filters: 5, RegexFilters: 5, Commands: 7, Channels: 3, ChannelRoles: 4}) {
 		t.Fatalf("limits %+v", c.Limits)
 	}
 }

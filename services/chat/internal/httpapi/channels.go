@@ -24,6 +24,24 @@ type UpdateChannelInput struct {
 	Body    ChannelPatchBody
 }
 
+// ChannelRoleInput names a user in a channel.
+type ChannelRoleInput struct {
+	Channel string `path:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name, folded to lower case"`
+	UserID  string `path:"user_id" minLength:"1" maxLength:"64" doc:"User id"`
+}
+
+// ChannelRoleBody gives a role in a channel.
+type ChannelRoleBody struct {
+	Role string `json:"role" enum:"broadcaster,moderator,vip,subscriber" doc:"The role given in the channel. broadcaster: by the platform's administrator only; the others by the channel's broadcaster"`
+}
+
+// SetChannelRoleInput is PUT /channels/{channel}/roles/{user_id}.
+type SetChannelRoleInput struct {
+	Channel string `path:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name, folded to lower case"`
+	UserID  string `path:"user_id" minLength:"1" maxLength:"64" doc:"User id"`
+	Body    ChannelRoleBody
+}
+
 // PermissionsInput takes no parameters.
 type PermissionsInput struct{}
 
@@ -37,6 +55,67 @@ func (a *API) registerChannels(srv *apiserver.Server[chat.User]) {
 		Method: http.MethodPatch, URL: Prefix + "/channels/{channel}", Tags: []string{tagChannels},
 		Summary: "Change channel settings", Description: "Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`).",
 	}, chat.ActionManageChannel, map[int]string{http.StatusConflict: "A new channel past `CHAT_MAX_CHANNELS` (`reason: limit`, `limit`)"}), a.updateChannel)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodGet, URL: Prefix + "/channels/{channel}/roles", Tags: []string{tagChannels},
+		Summary: "Roles given in a channel",
+		Description: "Every user given a role in the channel, highest role first, then by name. A user's role in a channel is the " +
+			"higher of the platform-wide role and the role given there. For the channel's moderators (and platform-wide ones).",
+	}, chat.ActionListUsers, nil), a.listChannelRoles)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodPut, URL: Prefix + "/channels/{channel}/roles/{user_id}", Tags: []string{tagChannels},
+		Summary: "Give a role in a channel",
+		Description: "The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster " +
+			"(`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the " +
+			"roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the " +
+			"next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel.",
+	}, chat.ActionChangeRoles, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user's role there changed meanwhile; or `CHAT_MAX_CHANNEL_ROLES` roles are given there (`reason: limit`, `limit`)"}), a.setChannelRole)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodDelete, URL: Prefix + "/channels/{channel}/roles/{user_id}", Tags: []string{tagChannels},
+		Summary:     "Take a role in a channel back",
+		Description: "Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds.",
+	}, chat.ActionChangeRoles, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user's role there changed meanwhile"}), a.deleteChannelRole)
+}
+
+func (a *API) listChannelRoles(c *apiserver.Context[chat.User], in *ChannelInput) (ChannelRoles, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return ChannelRoles{}, err
+	}
+	rs, err := a.svc.ChannelRoles(c.Request.Context(), actor, in.Channel)
+	if err != nil {
+		return ChannelRoles{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
+	}
+	out := ChannelRoles{Roles: make([]ChannelRole, 0, len(rs))}
+	for _, r := range rs {
+		out.Roles = append(out.Roles, ChannelRole{UserID: r.UserID, Name: r.Name, Role: string(r.Role)})
+	}
+	return out, nil
+}
+
+func (a *API) setChannelRole(c *apiserver.Context[chat.User], in *SetChannelRoleInput) (User, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return User{}, err
+	}
+	m, err := a.svc.SetChannelRole(c.Request.Context(), actor, in.Channel, in.UserID, chat.Role(in.Body.Role))
+	if err != nil {
+		return User{}, StatusError(renameField(err, "channel", "params.channel"), inBody)
+	}
+	return memberOf(m), nil
+}
+
+func (a *API) deleteChannelRole(c *apiserver.Context[chat.User], in *ChannelRoleInput) (apiserver.NoBody, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return apiserver.NoBody{}, err
+	}
+	if _, err := a.svc.SetChannelRole(c.Request.Context(), actor, in.Channel, in.UserID, chat.RoleViewer); err != nil {
+		return apiserver.NoBody{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
+	}
+	return apiserver.NoBody{}, nil
 }
 
 func (a *API) registerPermissions(srv *apiserver.Server[chat.User]) {

@@ -17,6 +17,7 @@ type CreateCommandBody struct {
 	UserLevel           string   `json:"user_level,omitempty" enum:"broadcaster,moderator,vip,subscriber,viewer" default:"viewer" doc:"Lowest role that may trigger the command"`
 	Aliases             []string `json:"aliases,omitempty" maxItems:"10" doc:"Other triggers (normalised like command)"`
 	Enabled             *bool    `json:"enabled,omitempty" default:"true"`
+	Channel             string   `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Make it that channel's own command (managed by its moderators; it wins there over a platform-wide command with the same trigger). Absent: platform-wide (a platform-wide moderator)"`
 }
 
 // CreateCommandInput is POST /commands.
@@ -36,17 +37,27 @@ type CommandPatchBody struct {
 
 // CommandNameInput names a command in the path.
 type CommandNameInput struct {
-	Name string `path:"name" minLength:"1" maxLength:"33" doc:"Trigger or alias, with or without the leading ! (URL-encode it as %21)"`
+	Name    string `path:"name" minLength:"1" maxLength:"33" doc:"Trigger or alias, with or without the leading ! (URL-encode it as %21)"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The channel whose own command this is; absent: the platform-wide command"`
+}
+
+// GetCommandInput names a command as a channel resolves it.
+type GetCommandInput struct {
+	Name    string `path:"name" minLength:"1" maxLength:"33" doc:"Trigger or alias, with or without the leading ! (URL-encode it as %21)"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The command that answers in this channel: its own, else the platform-wide one. Absent: the platform-wide command"`
 }
 
 // UpdateCommandInput is PATCH /commands/{name}.
 type UpdateCommandInput struct {
-	Name string `path:"name" minLength:"1" maxLength:"33" doc:"Trigger or alias, with or without the leading !"`
-	Body CommandPatchBody
+	Name    string `path:"name" minLength:"1" maxLength:"33" doc:"Trigger or alias, with or without the leading !"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The channel whose own command this is; absent: the platform-wide command"`
+	Body    CommandPatchBody
 }
 
-// ListCommandsInput takes no parameters.
-type ListCommandsInput struct{}
+// ListCommandsInput names the channel whose commands to list.
+type ListCommandsInput struct {
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The commands that answer in this channel: its own, and the platform-wide ones none of its own shadows. Absent: the platform-wide commands"`
+}
 
 func (a *API) registerCommands(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -54,27 +65,29 @@ func (a *API) registerCommands(srv *apiserver.Server[chat.User]) {
 		Summary: "Create a bot command",
 		Description: "A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables " +
 			"filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip " +
-			"cooldowns). Otherwise the bot stays silent.",
+			"cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, " +
+			"and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. " +
+			"At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel.",
 	}, chat.ActionManageCommands, map[int]string{http.StatusConflict: "The trigger or an alias is already a command's trigger or alias (`reason: command`), or `CHAT_MAX_COMMANDS` commands exist (`reason: limit`, `limit`)"}), a.createCommand)
 
 	apiserver.Register(srv, a.readOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/commands", Tags: []string{tagCommands},
-		Summary: "List bot commands", Description: "Every command, sorted by trigger.",
+		Summary: "List bot commands", Description: "Sorted by trigger: the platform-wide ones, or with `channel` the ones that answer there.",
 	}, nil), a.listCommands)
 
 	apiserver.Register(srv, a.readOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/commands/{name}", Tags: []string{tagCommands},
-		Summary: "Get a bot command", Description: "By trigger or alias.",
+		Summary: "Get a bot command", Description: "By trigger or alias; with `channel`, the one that answers there.",
 	}, map[int]string{http.StatusNotFound: "No such command"}), a.getCommand)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPatch, URL: Prefix + "/commands/{name}", Tags: []string{tagCommands},
-		Summary: "Change a bot command", Description: "Only the fields sent change.",
+		Summary: "Change a bot command", Description: "Only the fields sent change. With `channel`, that channel's own command (its moderators).",
 	}, chat.ActionManageCommands, map[int]string{http.StatusNotFound: "No such command", http.StatusConflict: "A new alias is another command's trigger or alias"}), a.updateCommand)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodDelete, URL: Prefix + "/commands/{name}", Tags: []string{tagCommands},
-		Summary: "Delete a bot command", Description: "With its aliases.",
+		Summary: "Delete a bot command", Description: "With its aliases. With `channel`, that channel's own command (its moderators).",
 	}, chat.ActionManageCommands, map[int]string{http.StatusNotFound: "No such command"}), a.deleteCommand)
 }
 
@@ -87,6 +100,7 @@ func (a *API) createCommand(c *apiserver.Context[chat.User], in *CreateCommandIn
 	cmd, err := a.svc.CreateCommand(c.Request.Context(), actor, chat.CommandInput{
 		Command: b.Command, Response: b.Response, Aliases: b.Aliases, Enabled: b.Enabled,
 		CooldownSeconds: b.CooldownSeconds, UserCooldownSeconds: b.UserCooldownSeconds, UserLevel: chat.Role(b.UserLevel),
+		Channel: b.Channel,
 	})
 	if err != nil {
 		return Command{}, StatusError(err, inBody)
@@ -94,12 +108,12 @@ func (a *API) createCommand(c *apiserver.Context[chat.User], in *CreateCommandIn
 	return commandOf(cmd), nil
 }
 
-func (a *API) listCommands(c *apiserver.Context[chat.User], _ *ListCommandsInput) (CommandList, error) {
+func (a *API) listCommands(c *apiserver.Context[chat.User], in *ListCommandsInput) (CommandList, error) {
 	actor, err := reader(c)
 	if err != nil {
 		return CommandList{}, err
 	}
-	cs, err := a.svc.Commands(c.Request.Context(), actor)
+	cs, err := a.svc.Commands(c.Request.Context(), actor, in.Channel)
 	if err != nil {
 		return CommandList{}, StatusError(err, inQuery)
 	}
@@ -110,12 +124,12 @@ func (a *API) listCommands(c *apiserver.Context[chat.User], _ *ListCommandsInput
 	return out, nil
 }
 
-func (a *API) getCommand(c *apiserver.Context[chat.User], in *CommandNameInput) (Command, error) {
+func (a *API) getCommand(c *apiserver.Context[chat.User], in *GetCommandInput) (Command, error) {
 	actor, err := reader(c)
 	if err != nil {
 		return Command{}, err
 	}
-	cmd, err := a.svc.Command(c.Request.Context(), actor, in.Name)
+	cmd, err := a.svc.Command(c.Request.Context(), actor, in.Channel, in.Name)
 	if err != nil {
 		return Command{}, StatusError(renameField(err, "command", "name"), inParams)
 	}
@@ -134,7 +148,7 @@ func (a *API) updateCommand(c *apiserver.Context[chat.User], in *UpdateCommandIn
 		r := chat.Role(*b.UserLevel)
 		p.UserLevel = &r
 	}
-	cmd, err := a.svc.UpdateCommand(c.Request.Context(), actor, in.Name, p)
+	cmd, err := a.svc.UpdateCommand(c.Request.Context(), actor, in.Channel, in.Name, p)
 	if err != nil {
 		return Command{}, StatusError(renameField(err, "command", "params.name"), inBody)
 	}
@@ -146,7 +160,7 @@ func (a *API) deleteCommand(c *apiserver.Context[chat.User], in *CommandNameInpu
 	if err != nil {
 		return apiserver.NoBody{}, err
 	}
-	if err := a.svc.DeleteCommand(c.Request.Context(), actor, in.Name); err != nil {
+	if err := a.svc.DeleteCommand(c.Request.Context(), actor, in.Channel, in.Name); err != nil {
 		return apiserver.NoBody{}, StatusError(renameField(err, "command", "name"), inParams)
 	}
 	return apiserver.NoBody{}, nil

@@ -58,6 +58,9 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"delete", "/api/v1/filters/{id}", false, "204 403 404"},
 		{"get", "/api/v1/channels/{channel}", true, "200 400"},
 		{"patch", "/api/v1/channels/{channel}", false, "200 400 403"},
+		{"get", "/api/v1/channels/{channel}/roles", false, "200 400 403"},
+		{"put", "/api/v1/channels/{channel}/roles/{user_id}", false, "200 400 403 404 409"},
+		{"delete", "/api/v1/channels/{channel}/roles/{user_id}", false, "204 400 403 404 409"},
 		{"get", "/api/v1/permissions", true, "200"},
 	}
 	n := 0

@@ -16,6 +16,7 @@ type CreateFilterBody struct {
 	MinRole   string `json:"min_role,omitempty" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to (default: vip for links, moderator otherwise)"`
 	Threshold int    `json:"threshold,omitempty" minimum:"0" maximum:"100" doc:"caps: percent of capitals above which a message matches (default 70)"`
 	MinLength int    `json:"min_length,omitempty" minimum:"0" maximum:"500" doc:"caps: letters below which a message is never checked (default 10)"`
+	Channel   string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Make it that channel's own filter (managed by its moderators; run after the platform-wide ones on sends there). Absent: platform-wide (a platform-wide moderator)"`
 }
 
 // CreateFilterInput is POST /filters.
@@ -25,16 +26,19 @@ type CreateFilterInput struct {
 
 // FilterIDInput names a filter.
 type FilterIDInput struct {
-	ID string `path:"id" minLength:"1" maxLength:"64"`
+	ID      string `path:"id" minLength:"1" maxLength:"64"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The channel whose own filter this is; absent: a platform-wide filter"`
 }
 
-// ListFiltersInput takes no parameters.
-type ListFiltersInput struct{}
+// ListFiltersInput names the scope to list.
+type ListFiltersInput struct {
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"List that channel's own filters (its moderators); absent: the platform-wide ones"`
+}
 
 func (a *API) registerFilters(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/filters", Tags: []string{tagFilters},
-		Summary: "List filters", Description: "In the order they run. Moderators only: the list reveals the blocked terms.",
+		Summary: "List filters", Description: "In the order they run: the platform-wide ones, or with `channel` that channel's own (which run after the platform-wide ones on its sends). Moderators only (of that channel, or platform-wide): the list reveals the blocked terms.",
 	}, chat.ActionManageFilters, nil), a.listFilters)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -44,8 +48,9 @@ func (a *API) registerFilters(srv *apiserver.Server[chat.User]) {
 			"zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode " +
 			"TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by " +
 			"scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions " +
-			"are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which " +
-			"`CHAT_MAX_REGEX_FILTERS` regex (default 10).",
+			"are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on " +
+			"sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most " +
+			"`CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel.",
 	}, chat.ActionManageFilters, map[int]string{http.StatusConflict: "A limit is reached (`reason: limit`, `limit`): `CHAT_MAX_FILTERS` or `CHAT_MAX_REGEX_FILTERS`"}), a.createFilter)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -54,12 +59,12 @@ func (a *API) registerFilters(srv *apiserver.Server[chat.User]) {
 	}, chat.ActionManageFilters, map[int]string{http.StatusNotFound: "No such filter"}), a.deleteFilter)
 }
 
-func (a *API) listFilters(c *apiserver.Context[chat.User], _ *ListFiltersInput) (FilterList, error) {
+func (a *API) listFilters(c *apiserver.Context[chat.User], in *ListFiltersInput) (FilterList, error) {
 	actor, err := Actor(c)
 	if err != nil {
 		return FilterList{}, err
 	}
-	fs, err := a.svc.Filters(c.Request.Context(), actor)
+	fs, err := a.svc.Filters(c.Request.Context(), actor, in.Channel)
 	if err != nil {
 		return FilterList{}, StatusError(err, inQuery)
 	}
@@ -77,7 +82,7 @@ func (a *API) createFilter(c *apiserver.Context[chat.User], in *CreateFilterInpu
 	}
 	b := in.Body
 	f, err := a.svc.CreateFilter(c.Request.Context(), actor, chat.FilterInput{Kind: chat.FilterKind(b.Kind), Pattern: b.Pattern,
-		Action: chat.FilterAction(b.Action), MinRole: chat.Role(b.MinRole), Threshold: b.Threshold, MinLength: b.MinLength})
+		Action: chat.FilterAction(b.Action), MinRole: chat.Role(b.MinRole), Threshold: b.Threshold, MinLength: b.MinLength, Channel: b.Channel})
 	if err != nil {
 		return Filter{}, StatusError(err, inBody)
 	}
@@ -89,7 +94,7 @@ func (a *API) deleteFilter(c *apiserver.Context[chat.User], in *FilterIDInput) (
 	if err != nil {
 		return apiserver.NoBody{}, err
 	}
-	if err := a.svc.DeleteFilter(c.Request.Context(), actor, in.ID); err != nil {
+	if err := a.svc.DeleteFilter(c.Request.Context(), actor, in.Channel, in.ID); err != nil {
 		return apiserver.NoBody{}, StatusError(err, inParams)
 	}
 	return apiserver.NoBody{}, nil

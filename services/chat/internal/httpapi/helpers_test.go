@@ -68,6 +68,7 @@ type stackOptions struct {
 	// with this hook (the HTTP server keeps the shared one), so a test sees
 	// exactly the engine's commands.
 	storeHook redis.Hook
+	limits    chat.Limits
 }
 
 // stack is one chat service instance: the library server with the API
@@ -116,7 +117,7 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	} else {
 		store = memory.New(chat.DefaultHistory)
 	}
-	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger(), SendLimit: o.sendLimit})
+	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger(), SendLimit: o.sendLimit, Limits: o.limits})
 	if _, err := svc.Bootstrap(context.Background(), adminToken); err != nil {
 		t.Fatal(err)
 	}

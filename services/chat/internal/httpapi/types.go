@@ -64,11 +64,46 @@ type User struct {
 	TimedOutUntil    *time.Time `json:"timed_out_until,omitempty" doc:"End of the last timeout (in the past once it has run out)"`
 	Banned           bool       `json:"banned"`
 	ModerationReason string     `json:"moderation_reason,omitempty" doc:"Reason given with the last ban or timeout"`
+	// Channel is the user as seen in one channel, on answers about one.
+	Channel *InChannel `json:"channel,omitempty" doc:"On answers about one channel (a role given, a ban or timeout held there): the user's standing there. The fields above stay the platform-wide ones"`
+}
+
+// InChannel is a user's standing in one channel.
+type InChannel struct {
+	Name             string     `json:"name" doc:"The channel" example:"general"`
+	Role             string     `json:"role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"The role held there: the higher of the platform-wide role and the role given there"`
+	GivenRole        string     `json:"given_role,omitempty" doc:"The role given in the channel: broadcaster, moderator, vip or subscriber (absent: none)"`
+	TimedOutUntil    *time.Time `json:"timed_out_until,omitempty" doc:"End of the last timeout there"`
+	Banned           bool       `json:"banned" doc:"Banned from that channel (sends there answer 403 reason banned)"`
+	ModerationReason string     `json:"moderation_reason,omitempty" doc:"Reason given with the last ban or timeout there"`
 }
 
 func userOf(u chat.User) User {
 	return User{ID: u.ID, Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt,
 		TimedOutUntil: u.TimedOutUntil, Banned: u.Banned, ModerationReason: u.ModReason}
+}
+
+// memberOf is a user with, when m is in a channel, its standing there.
+func memberOf(m chat.Member) User {
+	u := userOf(m.User)
+	if m.Channel != "" {
+		st := m.Standing
+		u.Channel = &InChannel{Name: m.Channel, Role: string(m.Role()), GivenRole: string(st.Role),
+			TimedOutUntil: st.TimedOutUntil, Banned: st.Banned, ModerationReason: st.ModReason}
+	}
+	return u
+}
+
+// ChannelRole is one role given in a channel.
+type ChannelRole struct {
+	UserID string `json:"user_id" example:"u_3f2a9c0d1e4b5a6c"`
+	Name   string `json:"name"`
+	Role   string `json:"role" enum:"broadcaster,moderator,vip,subscriber" doc:"The role given in the channel"`
+}
+
+// ChannelRoles is every role given in a channel, highest first.
+type ChannelRoles struct {
+	Roles []ChannelRole `json:"roles"`
 }
 
 // CreatedUser is a new user with its bearer token, shown this once.
@@ -85,6 +120,7 @@ type UserList struct {
 // Command is a bot command.
 type Command struct {
 	Command             string    `json:"command" doc:"Normalised trigger, e.g. !hello" example:"!hello"`
+	Channel             string    `json:"channel,omitempty" doc:"The channel whose own command this is; absent: platform-wide"`
 	Response            string    `json:"response" doc:"Reply template: ${user}, ${touser}, ${args}, ${count}, ${channel}"`
 	Aliases             []string  `json:"aliases" doc:"Other triggers, normalised"`
 	Enabled             bool      `json:"enabled"`
@@ -101,7 +137,7 @@ func commandOf(c chat.Command) Command {
 	if aliases == nil {
 		aliases = []string{}
 	}
-	return Command{Command: c.Name, Response: c.Response, Aliases: aliases, Enabled: c.Enabled,
+	return Command{Command: c.Name, Channel: c.Channel, Response: c.Response, Aliases: aliases, Enabled: c.Enabled,
 		CooldownSeconds: c.CooldownSeconds, UserCooldownSeconds: c.UserCooldownSeconds, UserLevel: string(c.UserLevel),
 		Count: c.Count, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
@@ -113,7 +149,8 @@ type CommandList struct {
 
 // Filter is a message filter.
 type Filter struct {
-	ID        string    `json:"id"`
+	ID        string    `json:"id" doc:"Unique within its scope (the platform, or one channel)"`
+	Channel   string    `json:"channel,omitempty" doc:"The channel whose own filter this is; absent: platform-wide"`
 	Kind      string    `json:"kind" enum:"blocked_term,regex,links,caps"`
 	Pattern   string    `json:"pattern,omitempty" doc:"The blocked term or the regular expression"`
 	Action    string    `json:"action" enum:"block,mask"`
@@ -124,7 +161,7 @@ type Filter struct {
 }
 
 func filterOf(f chat.Filter) Filter {
-	return Filter{ID: f.ID, Kind: string(f.Kind), Pattern: f.Pattern, Action: string(f.Action), MinRole: string(f.MinRole),
+	return Filter{ID: f.ID, Channel: f.Channel, Kind: string(f.Kind), Pattern: f.Pattern, Action: string(f.Action), MinRole: string(f.MinRole),
 		Threshold: f.Threshold, MinLength: f.MinLength, CreatedAt: f.CreatedAt}
 }
 
@@ -149,6 +186,7 @@ type PermissionRow struct {
 	What    string          `json:"what"`
 	MinRole string          `json:"min_role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role allowed"`
 	Target  bool            `json:"target_must_rank_below" doc:"Acting on another user also needs a strictly higher role than theirs"`
+	Where   string          `json:"where" enum:"channel,channel or platform,platform" doc:"channel: checked with the role held in the channel concerned; channel or platform: on a channel's own things with the role held there, on platform-wide ones with the platform-wide role; platform: the platform-wide role only"`
 	Roles   map[string]bool `json:"roles" doc:"Every role and whether it may"`
 }
 
@@ -169,7 +207,7 @@ func permissionsOf() Permissions {
 			roles[string(r)] = chat.Allowed(r, row.Action)
 		}
 		p.Permissions = append(p.Permissions, PermissionRow{Action: string(row.Action), What: row.What,
-			MinRole: string(row.MinRole), Target: row.Target == chat.TargetBelow, Roles: roles})
+			MinRole: string(row.MinRole), Target: row.Target == chat.TargetBelow, Where: string(row.Where), Roles: roles})
 	}
 	return p
 }

@@ -39,7 +39,7 @@ type SetRoleInput struct {
 type TimeoutBody struct {
 	Seconds int    `json:"seconds" minimum:"1" maximum:"1209600" doc:"1 second to 14 days" example:"600"`
 	Reason  string `json:"reason,omitempty" maxLength:"500" doc:"Sent to every reader of the channel: no control character but newline, no bidirectional control (400)"`
-	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Where the user_timed_out event is announced (default general); the timeout holds in every channel"`
+	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The one channel the timeout holds in, checked with the roles held there, and where user_timed_out is announced (with moderation.scope channel). Absent: platform-wide, needs a platform-wide role, announced in general"`
 }
 
 // TimeoutInput is POST /users/{id}/timeout.
@@ -51,13 +51,19 @@ type TimeoutInput struct {
 // BanBody bans a user.
 type BanBody struct {
 	Reason  string `json:"reason,omitempty" maxLength:"500" doc:"Sent to every reader of the channel: no control character but newline, no bidirectional control (400)"`
-	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Where the user_banned event is announced (default general); the ban holds in every channel"`
+	Channel string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"The one channel the ban holds in, checked with the roles held there, and where user_banned is announced (with moderation.scope channel); the user's sockets on that channel close with 4005. Absent: platform-wide, needs a platform-wide role, announced in general"`
 }
 
 // BanInput is POST /users/{id}/ban; the body is optional.
 type BanInput struct {
 	ID   string `path:"id" minLength:"1" maxLength:"64"`
 	Body *BanBody
+}
+
+// UnbanInput is DELETE /users/{id}/ban.
+type UnbanInput struct {
+	ID      string `path:"id" minLength:"1" maxLength:"64"`
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Lift the ban or timeout held in this channel; absent: the platform-wide one"`
 }
 
 // MeInput takes no parameters.
@@ -100,17 +106,19 @@ func (a *API) registerUsers(srv *apiserver.Server[chat.User]) {
 		Method: http.MethodPost, URL: Prefix + "/users/{id}/timeout", Tags: []string{tagModeration},
 		Summary: "Time a user out",
 		Description: "The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with " +
-			"`until`. A new timeout replaces the previous one. A banned user must be unbanned first (409).",
+			"`until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` " +
+			"it holds in that channel only, and the answer carries the user's standing there in `channel`.",
 	}, chat.ActionTimeoutUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is banned, or changed meanwhile, or `channel` is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`)"}), a.timeout)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPost, URL: Prefix + "/users/{id}/ban", Tags: []string{tagModeration},
-		Summary: "Ban a user", Description: "The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`.",
+		Summary: "Ban a user", Description: "The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. " +
+			"With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`.",
 	}, chat.ActionBanUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user is already banned, or changed meanwhile, or `channel` is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`)"}), a.ban)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodDelete, URL: Prefix + "/users/{id}/ban", Tags: []string{tagModeration},
-		Summary: "Unban a user", Description: "Lifts a ban and any timeout; unbanning a user in good standing succeeds and changes nothing.",
+		Summary: "Unban a user", Description: "Lifts a ban and any timeout, platform-wide or with `channel` in that channel; unbanning a user in good standing succeeds and changes nothing.",
 	}, chat.ActionBanUsers, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user changed meanwhile; read it and retry"}), a.unban)
 }
 
@@ -196,11 +204,11 @@ func (a *API) timeout(c *apiserver.Context[chat.User], in *TimeoutInput) (User, 
 	if err != nil {
 		return User{}, err
 	}
-	u, err := a.svc.Timeout(c.Request.Context(), actor, in.ID, chat.TimeoutInput{Seconds: in.Body.Seconds, Reason: in.Body.Reason, Channel: in.Body.Channel})
+	m, err := a.svc.Timeout(c.Request.Context(), actor, in.ID, chat.TimeoutInput{Seconds: in.Body.Seconds, Reason: in.Body.Reason, Channel: in.Body.Channel})
 	if err != nil {
 		return User{}, StatusError(err, inBody)
 	}
-	return userOf(u), nil
+	return memberOf(m), nil
 }
 
 func (a *API) ban(c *apiserver.Context[chat.User], in *BanInput) (User, error) {
@@ -212,21 +220,21 @@ func (a *API) ban(c *apiserver.Context[chat.User], in *BanInput) (User, error) {
 	if in.Body != nil {
 		b = chat.BanInput{Reason: in.Body.Reason, Channel: in.Body.Channel}
 	}
-	u, err := a.svc.Ban(c.Request.Context(), actor, in.ID, b)
+	m, err := a.svc.Ban(c.Request.Context(), actor, in.ID, b)
 	if err != nil {
 		return User{}, StatusError(err, inBody)
 	}
-	return userOf(u), nil
+	return memberOf(m), nil
 }
 
-func (a *API) unban(c *apiserver.Context[chat.User], in *UserIDInput) (User, error) {
+func (a *API) unban(c *apiserver.Context[chat.User], in *UnbanInput) (User, error) {
 	actor, err := Actor(c)
 	if err != nil {
 		return User{}, err
 	}
-	u, err := a.svc.Unban(c.Request.Context(), actor, in.ID)
+	m, err := a.svc.Unban(c.Request.Context(), actor, in.ID, in.Channel)
 	if err != nil {
 		return User{}, StatusError(err, inParams)
 	}
-	return userOf(u), nil
+	return memberOf(m), nil
 }

@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -51,11 +52,13 @@ type Store struct {
 	users    map[string]chat.User
 	names    map[string]string // lower-case name -> id
 	tokens   map[string]string // token hash -> id
-	commands map[string]chat.Command
-	triggers map[string]string // name or alias -> name
-	filters  map[string]chat.Filter
-	filterN  int64
-	gates    map[string]time.Time
+	// scopes holds commands and filters: "" the platform-wide ones, a
+	// channel's name its own (created on first write).
+	scopes map[string]*scope
+	// standings holds what was given or held in a channel, by channel
+	// and user id.
+	standings map[string]map[string]chat.Standing
+	gates     map[string]time.Time
 	// sends is each user's GCRA theoretical arrival time (CountSend): once
 	// it is past, the user has a full burst again.
 	sends map[string]time.Time
@@ -73,21 +76,20 @@ func New(history int) *Store {
 		history = chat.DefaultHistory
 	}
 	return &Store{
-		history:  history,
-		epoch:    newEpoch(),
-		channels: map[string]*channel{},
-		claimed:  map[string]struct{}{},
-		users:    map[string]chat.User{},
-		names:    map[string]string{},
-		tokens:   map[string]string{},
-		commands: map[string]chat.Command{},
-		triggers: map[string]string{},
-		filters:  map[string]chat.Filter{},
-		gates:    map[string]time.Time{},
-		sends:    map[string]time.Time{},
-		once:     map[onceKey]*onceRecord{},
-		born:     make(chan struct{}),
-		feeds:    map[*memFeed]struct{}{},
+		history:   history,
+		epoch:     newEpoch(),
+		channels:  map[string]*channel{},
+		claimed:   map[string]struct{}{},
+		users:     map[string]chat.User{},
+		names:     map[string]string{},
+		tokens:    map[string]string{},
+		scopes:    map[string]*scope{},
+		standings: map[string]map[string]chat.Standing{},
+		gates:     map[string]time.Time{},
+		sends:     map[string]time.Time{},
+		once:      map[onceKey]*onceRecord{},
+		born:      make(chan struct{}),
+		feeds:     map[*memFeed]struct{}{},
 	}
 }
 
@@ -530,9 +532,29 @@ func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error
 	return nil
 }
 
-func (s *Store) triggersFree(c chat.Command) error {
+// scope is the commands and filters of the platform or of one channel.
+type scope struct {
+	commands map[string]chat.Command
+	triggers map[string]string // name or alias -> name
+	filters  map[string]chat.Filter
+	filterN  int64
+}
+
+// scope returns the scope named name, created when create is set; nil
+// when it does not exist (reads never make the map grow). The caller
+// holds s.mu.
+func (s *Store) scope(name string, create bool) *scope {
+	sc, ok := s.scopes[name]
+	if !ok && create {
+		sc = &scope{commands: map[string]chat.Command{}, triggers: map[string]string{}, filters: map[string]chat.Filter{}}
+		s.scopes[name] = sc
+	}
+	return sc
+}
+
+func (sc *scope) triggersFree(c chat.Command) error {
 	for _, t := range c.Triggers() {
-		if owner, ok := s.triggers[t]; ok && owner != c.Name {
+		if owner, ok := sc.triggers[t]; ok && owner != c.Name {
 			return &chat.Error{Kind: chat.KindConflict, Message: "trigger " + t + " is taken by " + owner, Reason: "command"}
 		}
 	}
@@ -543,47 +565,56 @@ func (s *Store) triggersFree(c chat.Command) error {
 func (s *Store) CreateCommand(_ context.Context, c chat.Command, max int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.triggers[c.Name]; ok {
+	sc := s.scope(c.Channel, true)
+	if _, ok := sc.triggers[c.Name]; ok {
 		return &chat.Error{Kind: chat.KindConflict, Message: "command " + c.Name + " already exists", Reason: "command"}
 	}
-	if max > 0 && len(s.commands) >= max {
+	if max > 0 && len(sc.commands) >= max {
 		return chat.LimitReached(chat.QuotaCommands, max)
 	}
-	if err := s.triggersFree(c); err != nil {
+	if err := sc.triggersFree(c); err != nil {
 		return err
 	}
 	c.Aliases = append([]string(nil), c.Aliases...)
-	s.commands[c.Name] = c
+	sc.commands[c.Name] = c
 	for _, t := range c.Triggers() {
-		s.triggers[t] = c.Name
+		sc.triggers[t] = c.Name
 	}
 	return nil
 }
 
 // Command implements chat.Store.
-func (s *Store) Command(_ context.Context, trigger string) (chat.Command, error) {
+func (s *Store) Command(_ context.Context, scope, trigger string) (chat.Command, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.command(trigger)
+	return s.command(scope, trigger)
 }
 
 // command finds a command by trigger; the caller holds s.mu.
-func (s *Store) command(trigger string) (chat.Command, error) {
-	name, ok := s.triggers[trigger]
+func (s *Store) command(scope, trigger string) (chat.Command, error) {
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return chat.Command{}, chat.NotFound("command")
+	}
+	name, ok := sc.triggers[trigger]
 	if !ok {
 		return chat.Command{}, chat.NotFound("command")
 	}
-	c := s.commands[name]
+	c := sc.commands[name]
 	c.Aliases = append([]string{}, c.Aliases...)
 	return c, nil
 }
 
 // Commands implements chat.Store.
-func (s *Store) Commands(_ context.Context) ([]chat.Command, error) {
+func (s *Store) Commands(_ context.Context, scope string) ([]chat.Command, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]chat.Command, 0, len(s.commands))
-	for _, c := range s.commands {
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return []chat.Command{}, nil
+	}
+	out := make([]chat.Command, 0, len(sc.commands))
+	for _, c := range sc.commands {
 		c.Aliases = append([]string{}, c.Aliases...)
 		out = append(out, c)
 	}
@@ -594,50 +625,62 @@ func (s *Store) Commands(_ context.Context) ([]chat.Command, error) {
 func (s *Store) UpdateCommand(_ context.Context, name string, c chat.Command) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.commands[name]
+	sc := s.scope(c.Channel, false)
+	if sc == nil {
+		return chat.NotFound("command")
+	}
+	old, ok := sc.commands[name]
 	if !ok {
 		return chat.NotFound("command")
 	}
-	if err := s.triggersFree(c); err != nil {
+	if err := sc.triggersFree(c); err != nil {
 		return err
 	}
 	for _, t := range old.Triggers() {
-		delete(s.triggers, t)
+		delete(sc.triggers, t)
 	}
 	c.Count = old.Count // the counter is owned by CountCommand
 	c.Aliases = append([]string(nil), c.Aliases...)
-	s.commands[name] = c
+	sc.commands[name] = c
 	for _, t := range c.Triggers() {
-		s.triggers[t] = name
+		sc.triggers[t] = name
 	}
 	return nil
 }
 
 // DeleteCommand implements chat.Store.
-func (s *Store) DeleteCommand(_ context.Context, name string) error {
+func (s *Store) DeleteCommand(_ context.Context, scope, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.commands[name]
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return chat.NotFound("command")
+	}
+	c, ok := sc.commands[name]
 	if !ok {
 		return chat.NotFound("command")
 	}
 	for _, t := range c.Triggers() {
-		delete(s.triggers, t)
+		delete(sc.triggers, t)
 	}
-	delete(s.commands, name)
+	delete(sc.commands, name)
 	return nil
 }
 
 // CountCommand implements chat.Store.
-func (s *Store) CountCommand(_ context.Context, name string) (int64, error) {
+func (s *Store) CountCommand(_ context.Context, scope, name string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.commands[name]
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return 0, chat.NotFound("command")
+	}
+	c, ok := sc.commands[name]
 	if !ok {
 		return 0, chat.NotFound("command")
 	}
 	c.Count++
-	s.commands[name] = c
+	sc.commands[name] = c
 	return c.Count, nil
 }
 
@@ -645,12 +688,13 @@ func (s *Store) CountCommand(_ context.Context, name string) (int64, error) {
 func (s *Store) CreateFilter(_ context.Context, f chat.Filter, lim chat.Limits) (chat.Filter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if lim.Filters > 0 && len(s.filters) >= lim.Filters {
+	sc := s.scope(f.Channel, true)
+	if lim.Filters > 0 && len(sc.filters) >= lim.Filters {
 		return chat.Filter{}, chat.LimitReached(chat.QuotaFilters, lim.Filters)
 	}
 	if f.Kind == chat.FilterRegex && lim.RegexFilters > 0 {
 		n := 0
-		for _, g := range s.filters {
+		for _, g := range sc.filters {
 			if g.Kind == chat.FilterRegex {
 				n++
 			}
@@ -659,32 +703,118 @@ func (s *Store) CreateFilter(_ context.Context, f chat.Filter, lim chat.Limits) 
 			return chat.Filter{}, chat.LimitReached(chat.QuotaRegexFilters, lim.RegexFilters)
 		}
 	}
-	s.filterN++
-	f.ID = "f" + strconv.FormatInt(s.filterN, 10)
-	s.filters[f.ID] = f
+	sc.filterN++
+	f.ID = "f" + strconv.FormatInt(sc.filterN, 10)
+	sc.filters[f.ID] = f
 	return f, nil
 }
 
 // Filters implements chat.Store.
-func (s *Store) Filters(_ context.Context) ([]chat.Filter, error) {
+func (s *Store) Filters(_ context.Context, scope string) ([]chat.Filter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]chat.Filter, 0, len(s.filters))
-	for _, f := range s.filters {
+	return s.filterList(scope), nil
+}
+
+// filterList copies the filters of a scope; the caller holds s.mu.
+func (s *Store) filterList(scope string) []chat.Filter {
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return []chat.Filter{}
+	}
+	out := make([]chat.Filter, 0, len(sc.filters))
+	for _, f := range sc.filters {
 		out = append(out, f)
+	}
+	return out
+}
+
+// DeleteFilter implements chat.Store.
+func (s *Store) DeleteFilter(_ context.Context, scope, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc := s.scope(scope, false)
+	if sc == nil {
+		return chat.NotFound("filter")
+	}
+	if _, ok := sc.filters[id]; !ok {
+		return chat.NotFound("filter")
+	}
+	delete(sc.filters, id)
+	return nil
+}
+
+// Standing implements chat.Store.
+func (s *Store) Standing(_ context.Context, channel, id string) (chat.Standing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.standings[channel][id], nil
+}
+
+// ChannelRoles implements chat.Store.
+func (s *Store) ChannelRoles(_ context.Context, channel string) (map[string]chat.Role, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]chat.Role{}
+	for id, st := range s.standings[channel] {
+		if st.Role != "" {
+			out[id] = st.Role
+		}
 	}
 	return out, nil
 }
 
-// DeleteFilter implements chat.Store.
-func (s *Store) DeleteFilter(_ context.Context, id string) error {
+// SetChannelRole implements chat.Store.
+func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.filters[id]; !ok {
-		return chat.NotFound("filter")
+	sts := s.standings[channel]
+	st := sts[id]
+	if st.Role != ifRole {
+		return chat.Conflict("the user's role in the channel changed meanwhile; try again")
 	}
-	delete(s.filters, id)
+	if role != "" && st.Role == "" && max > 0 {
+		n := 0
+		for _, o := range sts {
+			if o.Role != "" {
+				n++
+			}
+		}
+		if n >= max {
+			return chat.LimitReached(chat.QuotaChannelRoles, max)
+		}
+	}
+	st.Role = role
+	s.putStanding(channel, id, st)
 	return nil
+}
+
+// SetModeration implements chat.Store.
+func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.standings[channel][id]
+	st.Banned, st.TimedOutUntil, st.ModReason = m.Banned, m.TimedOutUntil, m.ModReason
+	s.putStanding(channel, id, st)
+	if ev != nil {
+		s.append(s.channel(ev.Channel), *ev)
+	}
+	return nil
+}
+
+// putStanding stores st, or forgets it when it is none; the caller holds
+// s.mu.
+func (s *Store) putStanding(channel, id string, st chat.Standing) {
+	sts := s.standings[channel]
+	if st == (chat.Standing{}) {
+		delete(sts, id)
+		return
+	}
+	if sts == nil {
+		sts = map[string]chat.Standing{}
+		s.standings[channel] = sts
+	}
+	sts[id] = st
 }
 
 // ReadForSend implements chat.Store: what a send reads, under one lock.
@@ -700,9 +830,13 @@ func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState 
 			st.UserErr = chat.NotFound("user")
 		}
 	}
-	st.Filters = make([]chat.Filter, 0, len(s.filters))
-	for _, f := range s.filters {
-		st.Filters = append(st.Filters, f)
+	st.Filters = s.filterList("")
+	st.ChannelFilters = []chat.Filter{}
+	if r.In != "" {
+		st.ChannelFilters = s.filterList(r.In)
+	}
+	if r.Member != "" {
+		st.Standing = s.standings[r.In][r.Member]
 	}
 	if r.Channel != "" {
 		st.Channel = chat.Channel{Name: r.Channel}
@@ -714,7 +848,10 @@ func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState 
 		st.SendWait, st.CountErr = s.countSend(r.CountUser, r.Limit, r.Now)
 	}
 	if r.Trigger != "" {
-		st.Command, st.CommandErr = s.command(r.Trigger)
+		st.Command, st.CommandErr = s.command(r.In, r.Trigger)
+		if errors.Is(st.CommandErr, chat.ErrNotFound) && r.In != "" {
+			st.Command, st.CommandErr = s.command("", r.Trigger)
+		}
 	}
 	if r.Once.Key != "" {
 		if rec := s.onceFor(onceKey{r.Once.Channel, r.Once.Key}); rec != nil {

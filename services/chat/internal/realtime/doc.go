@@ -94,6 +94,12 @@
 // store answers, and closes the sockets of users that no longer exist or
 // were banned after their socket authenticated (a user banned before may
 // still read, as the protocol says).
+//
+// A ban held in one channel needs no revocation: its user_banned event
+// (moderation.scope "channel") is in that channel's log, which every
+// replica with sockets on the channel reads anyway; the room closes the
+// banned user's sockets there (4005) when it fans the event out, also
+// when it catches up after a gap.
 
 package realtime
 
@@ -124,7 +130,7 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"| `hello` | `channel`, `last_id` (the channel's cursor when the subscription started), `recovered`, `user` (when authenticated), `replica` (the serving replica's host name: its container's or pod's). First frame. `recovered:true`: every event after `since` follows, then live ones, no gap, no duplicate. `recovered:false` (no `since`, it left the history window, or its epoch says the store lost or reset that part of the log): load `GET /messages?channel=&before=<last_id's message id + 1>`; live events after `last_id` follow. |\n" +
 	"| `message` | `channel`, `cursor`, `message` {`id`, `channel`, `user`{`id`,`name`,`role`}, `text`, `created_at`, `bot`} (`bot:true` marks a command reply) |\n" +
 	"| `message_deleted` | `channel`, `cursor`, `message` (the tombstone: `deleted:true`, empty `text`) |\n" +
-	"| `user_timed_out`, `user_banned` | `channel`, `cursor`, `moderation` {`user`, `by`, `reason`, `until` (timeouts), `at`} |\n" +
+	"| `user_timed_out`, `user_banned` | `channel`, `cursor`, `moderation` {`user`, `by`, `reason`, `until` (timeouts), `at`, `scope` (`channel` when it holds in this channel only; absent when platform-wide)} |\n" +
 	"| `presence` | `channel`, `count`: connections in the channel over all replicas (after hello, then on change) |\n" +
 	"| `ack` | `id` (the client's), and `message` + `reply` (the bot's, if any) for a send (`replayed:true` when an earlier send with the same `idempotency_key` answers), or `user` for an auth |\n" +
 	"| `pong` | `id` |\n" +
@@ -140,6 +146,6 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"**Close codes**: 1000 normal; 1001 server shutting down (reconnect with `since`); 1003 binary frame; 1009 frame over 4 KiB; " +
 	"1011 internal error; 1013 store unavailable while subscribing (retry later, same `since`); " +
 	"4001 unauthorized (reading needs a token); 4003 the authenticated user was deleted (do not reconnect with that token); " +
-	"4004 the authenticated user was banned (sending is refused; reading follows the usual rules); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
+	"4004 the authenticated user was banned (sending is refused; reading follows the usual rules); 4005 the authenticated user was banned from this channel (a ban with `channel`, after its `user_banned` event; sending there is refused, other channels are not affected); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
 	"4029 too many sockets for this user (reading needs the token; close another socket of the user first); " +
 	"4010 resync: the replica lost its place in the log (reconnect with `since`). The server pings every 25 s and drops a peer that does not answer within 10 s."

@@ -27,6 +27,11 @@ const (
 	// refused until unbanned; reconnecting to read follows the usual rules
 	// (CHAT_PUBLIC_READ, the token).
 	CloseUserBanned websocket.StatusCode = 4004
+	// CloseChannelBanned: the authenticated user was banned from this
+	// socket's channel (a ban with channel), after the user_banned event.
+	// Sending there is refused until unbanned; other channels are not
+	// affected; reconnecting to read follows the usual rules.
+	CloseChannelBanned websocket.StatusCode = 4005
 	// CloseSlowConsumer: more events were waiting for this client than its
 	// queue holds. Reconnect with since=<last id seen> to recover the rest.
 	CloseSlowConsumer websocket.StatusCode = 4008

@@ -105,7 +105,7 @@ func TestRevocationMissedWhileFeedDownIsRechecked(t *testing.T) {
 	if _, err := b.svc.Ban(ctx, b.admin, bob.ID, chat.BanInput{Reason: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Unban(ctx, b.admin, bob.ID); err != nil {
+	if _, err := b.svc.Unban(ctx, b.admin, bob.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	aliceWS := dial(t, a.base, "channel=general", bearer(aliceTok))

@@ -297,13 +297,18 @@ func (r *room) fanout(evs []chat.Event) error {
 		return err // a domain event that cannot be encoded: resync
 	}
 	r.hub.metrics.events.Add(float64(len(evs)))
-	var slow []*conn
+	banned := channelBans(evs)
+	var slow, ban []*conn
 	r.mu.Lock()
 	r.pos = evs[len(evs)-1].Cursor
 	for c := range r.subs {
 		if !c.push(frames, len(evs)) {
 			delete(r.subs, c)
 			slow = append(slow, c)
+			continue
+		}
+		if u := c.user.Load(); u != nil && banned[u.ID] {
+			ban = append(ban, c)
 		}
 	}
 	if len(slow) > 0 && len(r.subs) == 0 {
@@ -317,7 +322,27 @@ func (r *room) fanout(evs []chat.Event) error {
 	if len(slow) > 0 {
 		r.presenceChanged()
 	}
+	// A ban held in this channel closes the user's sockets on it, after
+	// the event itself is queued to them: every replica with sockets here
+	// reads the event from the channel's log, so none is missed.
+	for _, c := range ban {
+		go c.closeWith(CloseChannelBanned, "banned from this channel")
+	}
 	return nil
+}
+
+// channelBans returns the users evs ban from their channel (nil if none).
+func channelBans(evs []chat.Event) map[string]bool {
+	var out map[string]bool
+	for _, ev := range evs {
+		if ev.Type == chat.EventUserBanned && ev.Moderation != nil && ev.Moderation.Scope == chat.ScopeChannel {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[ev.Moderation.User.ID] = true
+		}
+	}
+	return out
 }
 
 // leave unsubscribes c.

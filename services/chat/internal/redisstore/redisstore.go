@@ -88,16 +88,24 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 //
 //	<prefix>{ch:<name>}:<what>  a channel: log, seq, trim, deleted,
 //	                            settings, gate:<key>, presence, once:<key>
-//	                            (idempotency records) and the live Pub/Sub
-//	                            channel
+//	                            (idempotency records), the live Pub/Sub
+//	                            channel, and what the channel owns: roles
+//	                            (user id -> role given there), bans (user
+//	                            id -> json of a ban or timeout held there),
+//	                            commands:all|triggers|counts and
+//	                            filters:all|seq (its own commands and
+//	                            filters)
 //	<prefix>{users}:<what>      users: user:<id>, names, tokens, ids
-//	<prefix>{commands}:<what>   commands: all, triggers, counts
-//	<prefix>{filters}:<what>    filters: all, seq
+//	<prefix>{commands}:<what>   platform-wide commands: all, triggers, counts
+//	<prefix>{filters}:<what>    platform-wide filters: all, seq
 //	rate:<prefix>sendlimit:<id> a user's send limit (redis_rate's one-key
 //	                            GCRA script, countSend; no tag needed)
 //
-// Channels spread over the cluster by name; users, commands and filters
-// each sit in one slot (they are read on every send but are small and
+// The platform-wide keys are those every version before channel scopes
+// wrote, unchanged: an upgraded deployment reads its roles, bans, commands
+// and filters as platform-wide ones. Channels spread over the cluster by
+// name, with everything they own; users, platform-wide commands and
+// filters each sit in one slot (they are read on every send but are small and
 // change rarely). The one write that spans two groups, a moderation
 // event with its user change, is on a cluster a user change that records
 // the event as pending in the users' slot, then an idempotent append in
@@ -105,8 +113,23 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 func (s *Store) ck(channel, what string) string { return s.prefix + "{ch:" + channel + "}:" + what }
 func (s *Store) userKey(id string) string       { return s.prefix + "{users}:user:" + id }
 func (s *Store) uk(what string) string          { return s.prefix + "{users}:" + what }
-func (s *Store) cmdk(what string) string        { return s.prefix + "{commands}:" + what }
-func (s *Store) fk(what string) string          { return s.prefix + "{filters}:" + what }
+
+// cmdk is a key of the commands of scope: platform-wide ("") or a
+// channel's own, in the channel's slot.
+func (s *Store) cmdk(scope, what string) string {
+	if scope == "" {
+		return s.prefix + "{commands}:" + what
+	}
+	return s.ck(scope, "commands:"+what)
+}
+
+// fk is a key of the filters of scope, as cmdk.
+func (s *Store) fk(scope, what string) string {
+	if scope == "" {
+		return s.prefix + "{filters}:" + what
+	}
+	return s.ck(scope, "filters:"+what)
+}
 
 // onceKey is an idempotency record of a channel (chat.Once), in its slot.
 func (s *Store) onceKey(channel, key string) string { return s.ck(channel, "once:"+key) }
@@ -812,8 +835,8 @@ func (s *Store) DeleteUser(ctx context.Context, id string, ifRole chat.Role) err
 
 // ---- commands ----
 
-func (s *Store) commandKeys() []string {
-	return []string{s.cmdk("all"), s.cmdk("triggers"), s.cmdk("counts")}
+func (s *Store) commandKeys(scope string) []string {
+	return []string{s.cmdk(scope, "all"), s.cmdk(scope, "triggers"), s.cmdk(scope, "counts")}
 }
 
 func encodeCommand(c chat.Command) ([]byte, error) {
@@ -850,7 +873,7 @@ func (s *Store) CreateCommand(ctx context.Context, c chat.Command, max int) erro
 	for _, t := range c.Triggers() {
 		args = append(args, t)
 	}
-	owner, err := createCommand.Run(ctx, s.rdb, s.commandKeys()[:2], args...).Text()
+	owner, err := createCommand.Run(ctx, s.rdb, s.commandKeys(c.Channel)[:2], args...).Text()
 	if err != nil && strings.HasPrefix(err.Error(), "LIMIT commands") {
 		return chat.LimitReached(chat.QuotaCommands, max)
 	}
@@ -868,8 +891,8 @@ func (s *Store) CreateCommand(ctx context.Context, c chat.Command, max int) erro
 
 // Command implements chat.Store in one round trip (a script: the name is
 // known only once the trigger index is read).
-func (s *Store) Command(ctx context.Context, trigger string) (chat.Command, error) {
-	res, err := commandByTrigger.Run(ctx, s.rdb, s.commandKeys(), trigger).StringSlice()
+func (s *Store) Command(ctx context.Context, scope, trigger string) (chat.Command, error) {
+	res, err := commandByTrigger.Run(ctx, s.rdb, s.commandKeys(scope), trigger).StringSlice()
 	if err != nil {
 		return chat.Command{}, fail("read command", err)
 	}
@@ -890,11 +913,11 @@ func decodeCommand(trigger string, res []string) (chat.Command, error) {
 }
 
 // Commands implements chat.Store.
-func (s *Store) Commands(ctx context.Context) ([]chat.Command, error) {
+func (s *Store) Commands(ctx context.Context, scope string) ([]chat.Command, error) {
 	var raw, counts *redis.MapStringStringCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		raw = p.HGetAll(ctx, s.cmdk("all"))
-		counts = p.HGetAll(ctx, s.cmdk("counts"))
+		raw = p.HGetAll(ctx, s.cmdk(scope, "all"))
+		counts = p.HGetAll(ctx, s.cmdk(scope, "counts"))
 		return nil
 	})
 	if err != nil {
@@ -918,7 +941,7 @@ func (s *Store) UpdateCommand(ctx context.Context, name string, c chat.Command) 
 	if err != nil {
 		return err
 	}
-	owner, err := updateCommand.Run(ctx, s.rdb, s.commandKeys()[:2], triggerArgs(name, data, c)...).Text()
+	owner, err := updateCommand.Run(ctx, s.rdb, s.commandKeys(c.Channel)[:2], triggerArgs(name, data, c)...).Text()
 	if err != nil {
 		return scriptStatus("update command", err, "command")
 	}
@@ -929,8 +952,8 @@ func (s *Store) UpdateCommand(ctx context.Context, name string, c chat.Command) 
 }
 
 // DeleteCommand implements chat.Store.
-func (s *Store) DeleteCommand(ctx context.Context, name string) error {
-	n, err := deleteCommand.Run(ctx, s.rdb, s.commandKeys(), name).Int()
+func (s *Store) DeleteCommand(ctx context.Context, scope, name string) error {
+	n, err := deleteCommand.Run(ctx, s.rdb, s.commandKeys(scope), name).Int()
 	if err != nil {
 		return failWrite("delete command", err)
 	}
@@ -941,8 +964,8 @@ func (s *Store) DeleteCommand(ctx context.Context, name string) error {
 }
 
 // CountCommand implements chat.Store.
-func (s *Store) CountCommand(ctx context.Context, name string) (int64, error) {
-	n, err := countCommand.Run(ctx, s.rdb, []string{s.cmdk("all"), s.cmdk("counts")}, name).Int64()
+func (s *Store) CountCommand(ctx context.Context, scope, name string) (int64, error) {
+	n, err := countCommand.Run(ctx, s.rdb, []string{s.cmdk(scope, "all"), s.cmdk(scope, "counts")}, name).Int64()
 	if err != nil {
 		return 0, scriptStatus("count command", err, "command")
 	}
@@ -954,11 +977,13 @@ func (s *Store) CountCommand(ctx context.Context, name string) (int64, error) {
 // CreateFilter implements chat.Store.
 func (s *Store) CreateFilter(ctx context.Context, f chat.Filter, lim chat.Limits) (chat.Filter, error) {
 	f.ID = ""
+	scope := f.Channel
+	f.Channel = "" // the key says it
 	data, err := json.Marshal(f)
 	if err != nil {
 		return chat.Filter{}, fmt.Errorf("encode filter: %w", err)
 	}
-	id, err := createFilter.Run(ctx, s.rdb, []string{s.fk("all"), s.fk("seq")}, data, lim.Filters, lim.RegexFilters, string(f.Kind)).Text()
+	id, err := createFilter.Run(ctx, s.rdb, []string{s.fk(scope, "all"), s.fk(scope, "seq")}, data, lim.Filters, lim.RegexFilters, string(f.Kind)).Text()
 	switch {
 	case err == nil:
 	case strings.HasPrefix(err.Error(), "LIMIT filters"):
@@ -968,35 +993,37 @@ func (s *Store) CreateFilter(ctx context.Context, f chat.Filter, lim chat.Limits
 	default:
 		return chat.Filter{}, failWrite("create filter", err)
 	}
-	f.ID = id
+	f.ID, f.Channel = id, scope
 	return f, nil
 }
 
 // Filters implements chat.Store.
-func (s *Store) Filters(ctx context.Context) ([]chat.Filter, error) {
-	m, err := s.rdb.HGetAll(ctx, s.fk("all")).Result()
+func (s *Store) Filters(ctx context.Context, scope string) ([]chat.Filter, error) {
+	m, err := s.rdb.HGetAll(ctx, s.fk(scope, "all")).Result()
 	if err != nil {
 		return nil, fail("list filters", err)
 	}
-	return decodeFilters(m)
+	return decodeFilters(scope, m)
 }
 
-func decodeFilters(m map[string]string) ([]chat.Filter, error) {
+// decodeFilters reads the filters of scope; the scope is the key's, not
+// stored in each filter.
+func decodeFilters(scope string, m map[string]string) ([]chat.Filter, error) {
 	out := make([]chat.Filter, 0, len(m))
 	for id, data := range m {
 		var f chat.Filter
 		if err := json.Unmarshal([]byte(data), &f); err != nil {
 			return nil, fmt.Errorf("decode filter %s: %w", id, err)
 		}
-		f.ID = id
+		f.ID, f.Channel = id, scope
 		out = append(out, f)
 	}
 	return out, nil
 }
 
 // DeleteFilter implements chat.Store.
-func (s *Store) DeleteFilter(ctx context.Context, id string) error {
-	n, err := s.rdb.HDel(ctx, s.fk("all"), id).Result()
+func (s *Store) DeleteFilter(ctx context.Context, scope, id string) error {
+	n, err := s.rdb.HDel(ctx, s.fk(scope, "all"), id).Result()
 	if err != nil {
 		return failWrite("delete filter", err)
 	}
@@ -1051,9 +1078,12 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		st       chat.SendState
 		user     *redis.MapStringStringCmd
 		filters  *redis.MapStringStringCmd
+		own      *redis.MapStringStringCmd
+		standing *standingCmds
 		settings *redis.StringCmd
 		count    *redis.Cmd
 		command  *redis.Cmd
+		ownCmd   *redis.Cmd
 		once     *redis.MapStringStringCmd
 	)
 	countKeys, countArgs, countErr := s.countArgs(r)
@@ -1061,7 +1091,14 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		if r.User != "" {
 			user = p.HGetAll(ctx, s.userKey(r.User))
 		}
-		filters = p.HGetAll(ctx, s.fk("all"))
+		filters = p.HGetAll(ctx, s.fk("", "all"))
+		if r.In != "" {
+			own = p.HGetAll(ctx, s.fk(r.In, "all"))
+			if r.Member != "" {
+				cmds := s.queueStanding(ctx, p, r.In, r.Member)
+				standing = &cmds
+			}
+		}
 		if r.Channel != "" {
 			settings = p.HGet(ctx, s.ck(r.Channel, "settings"), "slow_mode_seconds")
 		}
@@ -1069,7 +1106,10 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 			count = countSend.EvalSha(ctx, p, countKeys, countArgs...)
 		}
 		if r.Trigger != "" {
-			command = commandByTrigger.EvalSha(ctx, p, s.commandKeys(), r.Trigger)
+			command = commandByTrigger.EvalSha(ctx, p, s.commandKeys(""), r.Trigger)
+			if r.In != "" {
+				ownCmd = commandByTrigger.EvalSha(ctx, p, s.commandKeys(r.In), r.Trigger)
+			}
 		}
 		if r.Once.Key != "" {
 			once = p.HGetAll(ctx, s.onceKey(r.Once.Channel, r.Once.Key))
@@ -1086,7 +1126,17 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 	if err := filters.Err(); err != nil {
 		st.FiltersErr = failPipeline("list filters", err)
 	} else {
-		st.Filters, st.FiltersErr = decodeFilters(filters.Val())
+		st.Filters, st.FiltersErr = decodeFilters("", filters.Val())
+	}
+	if own != nil {
+		if err := own.Err(); err != nil {
+			st.ChannelFiltersErr = failPipeline("list channel filters", err)
+		} else {
+			st.ChannelFilters, st.ChannelFiltersErr = decodeFilters(r.In, own.Val())
+		}
+	}
+	if standing != nil {
+		st.Standing, st.StandingErr = standing.standing("read standing")
 	}
 	if settings != nil {
 		st.Channel = chat.Channel{Name: r.Channel}
@@ -1108,13 +1158,10 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		st.SendWait, st.CountErr = sendWait(count)
 	}
 	if command != nil {
-		if redis.HasErrorPrefix(command.Err(), "NOSCRIPT") {
-			command = commandByTrigger.Eval(ctx, s.rdb, s.commandKeys(), r.Trigger)
-		}
-		if res, err := command.StringSlice(); err != nil {
-			st.CommandErr = failPipeline("read command", err)
-		} else {
-			st.Command, st.CommandErr = decodeCommand(r.Trigger, res)
+		// The channel's own command wins over the platform-wide one.
+		st.Command, st.CommandErr = s.sentCommand(ctx, r.In, r.Trigger, ownCmd)
+		if ownCmd == nil || errors.Is(st.CommandErr, chat.ErrNotFound) {
+			st.Command, st.CommandErr = s.sentCommand(ctx, "", r.Trigger, command)
 		}
 	}
 	if once != nil {
@@ -1125,6 +1172,23 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		}
 	}
 	return st
+}
+
+// sentCommand reads a commandByTrigger of ReadForSend's pipeline for the
+// commands of scope (NotFound when cmd is nil), running it again when
+// Redis had lost the script.
+func (s *Store) sentCommand(ctx context.Context, scope, trigger string, cmd *redis.Cmd) (chat.Command, error) {
+	if cmd == nil {
+		return chat.Command{}, chat.NotFound("command")
+	}
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = commandByTrigger.Eval(ctx, s.rdb, s.commandKeys(scope), trigger)
+	}
+	res, err := cmd.StringSlice()
+	if err != nil {
+		return chat.Command{}, failPipeline("read command", err)
+	}
+	return decodeCommand(trigger, res)
 }
 
 // decodeOnce reads an idempotency record written by appendMessage: each

@@ -17,6 +17,54 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ChannelRoleRole.
+const (
+	ChannelRoleRoleBroadcaster ChannelRoleRole = "broadcaster"
+	ChannelRoleRoleModerator   ChannelRoleRole = "moderator"
+	ChannelRoleRoleSubscriber  ChannelRoleRole = "subscriber"
+	ChannelRoleRoleVip         ChannelRoleRole = "vip"
+)
+
+// Valid indicates whether the value is a known member of the ChannelRoleRole enum.
+func (e ChannelRoleRole) Valid() bool {
+	switch e {
+	case ChannelRoleRoleBroadcaster:
+		return true
+	case ChannelRoleRoleModerator:
+		return true
+	case ChannelRoleRoleSubscriber:
+		return true
+	case ChannelRoleRoleVip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ChannelRoleBodyRole.
+const (
+	ChannelRoleBodyRoleBroadcaster ChannelRoleBodyRole = "broadcaster"
+	ChannelRoleBodyRoleModerator   ChannelRoleBodyRole = "moderator"
+	ChannelRoleBodyRoleSubscriber  ChannelRoleBodyRole = "subscriber"
+	ChannelRoleBodyRoleVip         ChannelRoleBodyRole = "vip"
+)
+
+// Valid indicates whether the value is a known member of the ChannelRoleBodyRole enum.
+func (e ChannelRoleBodyRole) Valid() bool {
+	switch e {
+	case ChannelRoleBodyRoleBroadcaster:
+		return true
+	case ChannelRoleBodyRoleModerator:
+		return true
+	case ChannelRoleBodyRoleSubscriber:
+		return true
+	case ChannelRoleBodyRoleVip:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommandUserLevel.
 const (
 	CommandUserLevelBroadcaster CommandUserLevel = "broadcaster"
@@ -290,6 +338,33 @@ func (e FilterMinRole) Valid() bool {
 	}
 }
 
+// Defines values for InChannelRole.
+const (
+	InChannelRoleBroadcaster InChannelRole = "broadcaster"
+	InChannelRoleModerator   InChannelRole = "moderator"
+	InChannelRoleSubscriber  InChannelRole = "subscriber"
+	InChannelRoleViewer      InChannelRole = "viewer"
+	InChannelRoleVip         InChannelRole = "vip"
+)
+
+// Valid indicates whether the value is a known member of the InChannelRole enum.
+func (e InChannelRole) Valid() bool {
+	switch e {
+	case InChannelRoleBroadcaster:
+		return true
+	case InChannelRoleModerator:
+		return true
+	case InChannelRoleSubscriber:
+		return true
+	case InChannelRoleViewer:
+		return true
+	case InChannelRoleVip:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PermissionRowMinRole.
 const (
 	PermissionRowMinRoleBroadcaster PermissionRowMinRole = "broadcaster"
@@ -311,6 +386,27 @@ func (e PermissionRowMinRole) Valid() bool {
 	case PermissionRowMinRoleViewer:
 		return true
 	case PermissionRowMinRoleVip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PermissionRowWhere.
+const (
+	PermissionRowWhereChannel           PermissionRowWhere = "channel"
+	PermissionRowWhereChannelOrPlatform PermissionRowWhere = "channel or platform"
+	PermissionRowWherePlatform          PermissionRowWhere = "platform"
+)
+
+// Valid indicates whether the value is a known member of the PermissionRowWhere enum.
+func (e PermissionRowWhere) Valid() bool {
+	switch e {
+	case PermissionRowWhereChannel:
+		return true
+	case PermissionRowWhereChannelOrPlatform:
+		return true
+	case PermissionRowWherePlatform:
 		return true
 	default:
 		return false
@@ -400,7 +496,7 @@ func (e UserRefRole) Valid() bool {
 
 // BanBody defines model for BanBody.
 type BanBody struct {
-	// Channel Where the user_banned event is announced (default general); the ban holds in every channel
+	// Channel The one channel the ban holds in, checked with the roles held there, and where user_banned is announced (with moderation.scope channel); the user's sockets on that channel close with 4005. Absent: platform-wide, needs a platform-wide role, announced in general
 	Channel *string `json:"channel,omitempty"`
 
 	// Reason Sent to every reader of the channel: no control character but newline, no bidirectional control (400)
@@ -422,10 +518,41 @@ type ChannelPatchBody struct {
 	SlowModeSeconds *int64 `json:"slow_mode_seconds,omitempty"`
 }
 
+// ChannelRole defines model for ChannelRole.
+type ChannelRole struct {
+	Name string `json:"name"`
+
+	// Role The role given in the channel
+	Role ChannelRoleRole `json:"role"`
+
+	// UserId Examples: u_3f2a9c0d1e4b5a6c
+	UserId string `json:"user_id"`
+}
+
+// ChannelRoleRole The role given in the channel
+type ChannelRoleRole string
+
+// ChannelRoleBody defines model for ChannelRoleBody.
+type ChannelRoleBody struct {
+	// Role The role given in the channel. broadcaster: by the platform's administrator only; the others by the channel's broadcaster
+	Role ChannelRoleBodyRole `json:"role"`
+}
+
+// ChannelRoleBodyRole The role given in the channel. broadcaster: by the platform's administrator only; the others by the channel's broadcaster
+type ChannelRoleBodyRole string
+
+// ChannelRoles defines model for ChannelRoles.
+type ChannelRoles struct {
+	Roles []ChannelRole `json:"roles"`
+}
+
 // Command defines model for Command.
 type Command struct {
 	// Aliases Other triggers, normalised
 	Aliases []string `json:"aliases"`
+
+	// Channel The channel whose own command this is; absent: platform-wide
+	Channel *string `json:"channel,omitempty"`
 
 	// Command Normalised trigger, e.g. !hello
 	//
@@ -478,6 +605,9 @@ type CreateCommandBody struct {
 	// Aliases Other triggers (normalised like command)
 	Aliases *[]string `json:"aliases,omitempty"`
 
+	// Channel Make it that channel's own command (managed by its moderators; it wins there over a platform-wide command with the same trigger). Absent: platform-wide (a platform-wide moderator)
+	Channel *string `json:"channel,omitempty"`
+
 	// Command Trigger, normalised: hello, !Hello and !hello are all !hello (a-z, 0-9, '_', '-'; at most 32)
 	//
 	// Examples: !hello
@@ -506,6 +636,9 @@ type CreateCommandBodyUserLevel string
 type CreateFilterBody struct {
 	// Action block: refuse the message (422); mask: store it with the match replaced by *
 	Action *CreateFilterBodyAction `json:"action,omitempty"`
+
+	// Channel Make it that channel's own filter (managed by its moderators; run after the platform-wide ones on sends there). Absent: platform-wide (a platform-wide moderator)
+	Channel *string `json:"channel,omitempty"`
 
 	// Kind blocked_term: whole words, '*' only at the start or end; regex: RE2, at most 256 bytes; links: URLs and bare domains; caps: share of capital letters
 	Kind CreateFilterBodyKind `json:"kind"`
@@ -550,8 +683,11 @@ type CreateUserBodyRole string
 
 // CreatedUser defines model for CreatedUser.
 type CreatedUser struct {
-	Banned    bool      `json:"banned"`
-	CreatedAt time.Time `json:"created_at"`
+	Banned bool `json:"banned"`
+
+	// Channel On answers about one channel (a role given, a ban or timeout held there): the user's standing there. The fields above stay the platform-wide ones May be null.
+	Channel   *InChannel `json:"channel,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
 
 	// Id Examples: u_3f2a9c0d1e4b5a6c
 	Id string `json:"id"`
@@ -608,10 +744,15 @@ type FieldError struct {
 
 // Filter defines model for Filter.
 type Filter struct {
-	Action    FilterAction `json:"action"`
-	CreatedAt time.Time    `json:"created_at"`
-	Id        string       `json:"id"`
-	Kind      FilterKind   `json:"kind"`
+	Action FilterAction `json:"action"`
+
+	// Channel The channel whose own filter this is; absent: platform-wide
+	Channel   *string   `json:"channel,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Unique within its scope (the platform, or one channel)
+	Id   string     `json:"id"`
+	Kind FilterKind `json:"kind"`
 
 	// MinLength caps: letters below which a message is never checked
 	MinLength *int64 `json:"min_length,omitempty"`
@@ -639,6 +780,32 @@ type FilterMinRole string
 type FilterList struct {
 	Filters []Filter `json:"filters"`
 }
+
+// InChannel defines model for InChannel.
+type InChannel struct {
+	// Banned Banned from that channel (sends there answer 403 reason banned)
+	Banned bool `json:"banned"`
+
+	// GivenRole The role given in the channel: broadcaster, moderator, vip or subscriber (absent: none)
+	GivenRole *string `json:"given_role,omitempty"`
+
+	// ModerationReason Reason given with the last ban or timeout there
+	ModerationReason *string `json:"moderation_reason,omitempty"`
+
+	// Name The channel
+	//
+	// Examples: general
+	Name string `json:"name"`
+
+	// Role The role held there: the higher of the platform-wide role and the role given there
+	Role InChannelRole `json:"role"`
+
+	// TimedOutUntil End of the last timeout there
+	TimedOutUntil *time.Time `json:"timed_out_until,omitempty"`
+}
+
+// InChannelRole The role held there: the higher of the platform-wide role and the role given there
+type InChannelRole string
 
 // Message defines model for Message.
 type Message struct {
@@ -692,10 +859,16 @@ type PermissionRow struct {
 	// TargetMustRankBelow Acting on another user also needs a strictly higher role than theirs
 	TargetMustRankBelow bool   `json:"target_must_rank_below"`
 	What                string `json:"what"`
+
+	// Where channel: checked with the role held in the channel concerned; channel or platform: on a channel's own things with the role held there, on platform-wide ones with the platform-wide role; platform: the platform-wide role only
+	Where PermissionRowWhere `json:"where"`
 }
 
 // PermissionRowMinRole Lowest role allowed
 type PermissionRowMinRole string
+
+// PermissionRowWhere channel: checked with the role held in the channel concerned; channel or platform: on a channel's own things with the role held there, on platform-wide ones with the platform-wide role; platform: the platform-wide role only
+type PermissionRowWhere string
 
 // Permissions defines model for Permissions.
 type Permissions struct {
@@ -759,7 +932,7 @@ type SetRoleBodyRole string
 
 // TimeoutBody defines model for TimeoutBody.
 type TimeoutBody struct {
-	// Channel Where the user_timed_out event is announced (default general); the timeout holds in every channel
+	// Channel The one channel the timeout holds in, checked with the roles held there, and where user_timed_out is announced (with moderation.scope channel). Absent: platform-wide, needs a platform-wide role, announced in general
 	Channel *string `json:"channel,omitempty"`
 
 	// Reason Sent to every reader of the channel: no control character but newline, no bidirectional control (400)
@@ -773,8 +946,11 @@ type TimeoutBody struct {
 
 // User defines model for User.
 type User struct {
-	Banned    bool      `json:"banned"`
-	CreatedAt time.Time `json:"created_at"`
+	Banned bool `json:"banned"`
+
+	// Channel On answers about one channel (a role given, a ban or timeout held there): the user's standing there. The fields above stay the platform-wide ones May be null.
+	Channel   *InChannel `json:"channel,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
 
 	// Id Examples: u_3f2a9c0d1e4b5a6c
 	Id string `json:"id"`
@@ -813,6 +989,42 @@ type UserRef struct {
 // UserRefRole Role when the message was sent
 type UserRefRole string
 
+// GetApiV1CommandsParams defines parameters for GetApiV1Commands.
+type GetApiV1CommandsParams struct {
+	// Channel The commands that answer in this channel: its own, and the platform-wide ones none of its own shadows. Absent: the platform-wide commands
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
+// DeleteApiV1CommandsNameParams defines parameters for DeleteApiV1CommandsName.
+type DeleteApiV1CommandsNameParams struct {
+	// Channel The channel whose own command this is; absent: the platform-wide command
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
+// GetApiV1CommandsNameParams defines parameters for GetApiV1CommandsName.
+type GetApiV1CommandsNameParams struct {
+	// Channel The command that answers in this channel: its own, else the platform-wide one. Absent: the platform-wide command
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
+// PatchApiV1CommandsNameParams defines parameters for PatchApiV1CommandsName.
+type PatchApiV1CommandsNameParams struct {
+	// Channel The channel whose own command this is; absent: the platform-wide command
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
+// GetApiV1FiltersParams defines parameters for GetApiV1Filters.
+type GetApiV1FiltersParams struct {
+	// Channel List that channel's own filters (its moderators); absent: the platform-wide ones
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
+// DeleteApiV1FiltersIdParams defines parameters for DeleteApiV1FiltersId.
+type DeleteApiV1FiltersIdParams struct {
+	// Channel The channel whose own filter this is; absent: a platform-wide filter
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
 // GetApiV1MessagesParams defines parameters for GetApiV1Messages.
 type GetApiV1MessagesParams struct {
 	// Channel Channel name (default general): 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit; folded to lower case
@@ -840,8 +1052,17 @@ type DeleteApiV1MessagesIdParams struct {
 	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
 }
 
+// DeleteApiV1UsersIdBanParams defines parameters for DeleteApiV1UsersIdBan.
+type DeleteApiV1UsersIdBanParams struct {
+	// Channel Lift the ban or timeout held in this channel; absent: the platform-wide one
+	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
+}
+
 // PatchApiV1ChannelsChannelJSONRequestBody defines body for PatchApiV1ChannelsChannel for application/json ContentType.
 type PatchApiV1ChannelsChannelJSONRequestBody = ChannelPatchBody
+
+// PutApiV1ChannelsChannelRolesUserIdJSONRequestBody defines body for PutApiV1ChannelsChannelRolesUserId for application/json ContentType.
+type PutApiV1ChannelsChannelRolesUserIdJSONRequestBody = ChannelRoleBody
 
 // PostApiV1CommandsJSONRequestBody defines body for PostApiV1Commands for application/json ContentType.
 type PostApiV1CommandsJSONRequestBody = CreateCommandBody
@@ -966,16 +1187,48 @@ type ClientInterface interface {
 	// Corresponds with PATCH /api/v1/channels/{channel} (the `PatchApiV1ChannelsChannel` operationId).
 	PatchApiV1ChannelsChannel(ctx context.Context, channel string, body PatchApiV1ChannelsChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetApiV1ChannelsChannelRoles Roles given in a channel
+	//
+	// Every user given a role in the channel, highest role first, then by name. A user's role in a channel is the higher of the platform-wide role and the role given there. For the channel's moderators (and platform-wide ones). Needs `list_users` (moderator or higher).
+	//
+	// Corresponds with GET /api/v1/channels/{channel}/roles (the `GetApiV1ChannelsChannelRoles` operationId).
+	GetApiV1ChannelsChannelRoles(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteApiV1ChannelsChannelRolesUserId Take a role in a channel back
+	//
+	// Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds. Needs `change_roles` (broadcaster or higher).
+	//
+	// Corresponds with DELETE /api/v1/channels/{channel}/roles/{user_id} (the `DeleteApiV1ChannelsChannelRolesUserId` operationId).
+	DeleteApiV1ChannelsChannelRolesUserId(ctx context.Context, channel string, userId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutApiV1ChannelsChannelRolesUserIdWithBody Give a role in a channel
+	//
+	// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+	PutApiV1ChannelsChannelRolesUserIdWithBody(ctx context.Context, channel string, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutApiV1ChannelsChannelRolesUserId Give a role in a channel
+	//
+	// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+	PutApiV1ChannelsChannelRolesUserId(ctx context.Context, channel string, userId string, body PutApiV1ChannelsChannelRolesUserIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetApiV1Commands List bot commands
 	//
-	// Every command, sorted by trigger. Public: no token needed (a token is not checked).
+	// Sorted by trigger: the platform-wide ones, or with `channel` the ones that answer there. Public: no token needed (a token is not checked).
 	//
 	// Corresponds with GET /api/v1/commands (the `GetApiV1Commands` operationId).
-	GetApiV1Commands(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetApiV1Commands(ctx context.Context, params *GetApiV1CommandsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostApiV1CommandsWithBody Create a bot command
 	//
-	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -984,7 +1237,7 @@ type ClientInterface interface {
 
 	// PostApiV1Commands Create a bot command
 	//
-	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -993,46 +1246,46 @@ type ClientInterface interface {
 
 	// DeleteApiV1CommandsName Delete a bot command
 	//
-	// With its aliases. Needs `manage_commands` (moderator or higher).
+	// With its aliases. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Corresponds with DELETE /api/v1/commands/{name} (the `DeleteApiV1CommandsName` operationId).
-	DeleteApiV1CommandsName(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteApiV1CommandsName(ctx context.Context, name string, params *DeleteApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiV1CommandsName Get a bot command
 	//
-	// By trigger or alias. Public: no token needed (a token is not checked).
+	// By trigger or alias; with `channel`, the one that answers there. Public: no token needed (a token is not checked).
 	//
 	// Corresponds with GET /api/v1/commands/{name} (the `GetApiV1CommandsName` operationId).
-	GetApiV1CommandsName(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetApiV1CommandsName(ctx context.Context, name string, params *GetApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchApiV1CommandsNameWithBody Change a bot command
 	//
-	// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+	// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-	PatchApiV1CommandsNameWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PatchApiV1CommandsNameWithBody(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PatchApiV1CommandsName Change a bot command
 	//
-	// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+	// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-	PatchApiV1CommandsName(ctx context.Context, name string, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PatchApiV1CommandsName(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiV1Filters List filters
 	//
-	// In the order they run. Moderators only: the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
+	// In the order they run: the platform-wide ones, or with `channel` that channel's own (which run after the platform-wide ones on its sends). Moderators only (of that channel, or platform-wide): the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
 	//
 	// Corresponds with GET /api/v1/filters (the `GetApiV1Filters` operationId).
-	GetApiV1Filters(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetApiV1Filters(ctx context.Context, params *GetApiV1FiltersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostApiV1FiltersWithBody Create a filter
 	//
-	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1041,7 +1294,7 @@ type ClientInterface interface {
 
 	// PostApiV1Filters Create a filter
 	//
-	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1053,7 +1306,7 @@ type ClientInterface interface {
 	// Needs `manage_filters` (moderator or higher).
 	//
 	// Corresponds with DELETE /api/v1/filters/{id} (the `DeleteApiV1FiltersId` operationId).
-	DeleteApiV1FiltersId(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteApiV1FiltersId(ctx context.Context, id string, params *DeleteApiV1FiltersIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiV1Messages Latest messages of a channel
 	//
@@ -1160,14 +1413,14 @@ type ClientInterface interface {
 
 	// DeleteApiV1UsersIdBan Unban a user
 	//
-	// Lifts a ban and any timeout; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
+	// Lifts a ban and any timeout, platform-wide or with `channel` in that channel; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
 	//
 	// Corresponds with DELETE /api/v1/users/{id}/ban (the `DeleteApiV1UsersIdBan` operationId).
-	DeleteApiV1UsersIdBan(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteApiV1UsersIdBan(ctx context.Context, id string, params *DeleteApiV1UsersIdBanParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostApiV1UsersIdBanWithBody Ban a user
 	//
-	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1176,7 +1429,7 @@ type ClientInterface interface {
 
 	// PostApiV1UsersIdBan Ban a user
 	//
-	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1185,7 +1438,7 @@ type ClientInterface interface {
 
 	// PostApiV1UsersIdTimeoutWithBody Time a user out
 	//
-	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1194,7 +1447,7 @@ type ClientInterface interface {
 
 	// PostApiV1UsersIdTimeout Time a user out
 	//
-	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1257,13 +1510,85 @@ func (c *Client) PatchApiV1ChannelsChannel(ctx context.Context, channel string, 
 	return c.Client.Do(req)
 }
 
+// GetApiV1ChannelsChannelRoles Roles given in a channel
+//
+// Every user given a role in the channel, highest role first, then by name. A user's role in a channel is the higher of the platform-wide role and the role given there. For the channel's moderators (and platform-wide ones). Needs `list_users` (moderator or higher).
+//
+// Corresponds with GET /api/v1/channels/{channel}/roles (the `GetApiV1ChannelsChannelRoles` operationId).
+func (c *Client) GetApiV1ChannelsChannelRoles(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiV1ChannelsChannelRolesRequest(c.Server, channel)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteApiV1ChannelsChannelRolesUserId Take a role in a channel back
+//
+// Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds. Needs `change_roles` (broadcaster or higher).
+//
+// Corresponds with DELETE /api/v1/channels/{channel}/roles/{user_id} (the `DeleteApiV1ChannelsChannelRolesUserId` operationId).
+func (c *Client) DeleteApiV1ChannelsChannelRolesUserId(ctx context.Context, channel string, userId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteApiV1ChannelsChannelRolesUserIdRequest(c.Server, channel, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutApiV1ChannelsChannelRolesUserIdWithBody Give a role in a channel
+//
+// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+func (c *Client) PutApiV1ChannelsChannelRolesUserIdWithBody(ctx context.Context, channel string, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutApiV1ChannelsChannelRolesUserIdRequestWithBody(c.Server, channel, userId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutApiV1ChannelsChannelRolesUserId Give a role in a channel
+//
+// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+func (c *Client) PutApiV1ChannelsChannelRolesUserId(ctx context.Context, channel string, userId string, body PutApiV1ChannelsChannelRolesUserIdJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutApiV1ChannelsChannelRolesUserIdRequest(c.Server, channel, userId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetApiV1Commands List bot commands
 //
-// Every command, sorted by trigger. Public: no token needed (a token is not checked).
+// Sorted by trigger: the platform-wide ones, or with `channel` the ones that answer there. Public: no token needed (a token is not checked).
 //
 // Corresponds with GET /api/v1/commands (the `GetApiV1Commands` operationId).
-func (c *Client) GetApiV1Commands(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApiV1CommandsRequest(c.Server)
+func (c *Client) GetApiV1Commands(ctx context.Context, params *GetApiV1CommandsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiV1CommandsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1276,7 +1601,7 @@ func (c *Client) GetApiV1Commands(ctx context.Context, reqEditors ...RequestEdit
 
 // PostApiV1CommandsWithBody Create a bot command
 //
-// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1295,7 +1620,7 @@ func (c *Client) PostApiV1CommandsWithBody(ctx context.Context, contentType stri
 
 // PostApiV1Commands Create a bot command
 //
-// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1314,11 +1639,11 @@ func (c *Client) PostApiV1Commands(ctx context.Context, body PostApiV1CommandsJS
 
 // DeleteApiV1CommandsName Delete a bot command
 //
-// With its aliases. Needs `manage_commands` (moderator or higher).
+// With its aliases. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Corresponds with DELETE /api/v1/commands/{name} (the `DeleteApiV1CommandsName` operationId).
-func (c *Client) DeleteApiV1CommandsName(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteApiV1CommandsNameRequest(c.Server, name)
+func (c *Client) DeleteApiV1CommandsName(ctx context.Context, name string, params *DeleteApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteApiV1CommandsNameRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1331,11 +1656,11 @@ func (c *Client) DeleteApiV1CommandsName(ctx context.Context, name string, reqEd
 
 // GetApiV1CommandsName Get a bot command
 //
-// By trigger or alias. Public: no token needed (a token is not checked).
+// By trigger or alias; with `channel`, the one that answers there. Public: no token needed (a token is not checked).
 //
 // Corresponds with GET /api/v1/commands/{name} (the `GetApiV1CommandsName` operationId).
-func (c *Client) GetApiV1CommandsName(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApiV1CommandsNameRequest(c.Server, name)
+func (c *Client) GetApiV1CommandsName(ctx context.Context, name string, params *GetApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiV1CommandsNameRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1348,13 +1673,13 @@ func (c *Client) GetApiV1CommandsName(ctx context.Context, name string, reqEdito
 
 // PatchApiV1CommandsNameWithBody Change a bot command
 //
-// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-func (c *Client) PatchApiV1CommandsNameWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPatchApiV1CommandsNameRequestWithBody(c.Server, name, contentType, body)
+func (c *Client) PatchApiV1CommandsNameWithBody(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchApiV1CommandsNameRequestWithBody(c.Server, name, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1367,13 +1692,13 @@ func (c *Client) PatchApiV1CommandsNameWithBody(ctx context.Context, name string
 
 // PatchApiV1CommandsName Change a bot command
 //
-// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-func (c *Client) PatchApiV1CommandsName(ctx context.Context, name string, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPatchApiV1CommandsNameRequest(c.Server, name, body)
+func (c *Client) PatchApiV1CommandsName(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchApiV1CommandsNameRequest(c.Server, name, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1386,11 +1711,11 @@ func (c *Client) PatchApiV1CommandsName(ctx context.Context, name string, body P
 
 // GetApiV1Filters List filters
 //
-// In the order they run. Moderators only: the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
+// In the order they run: the platform-wide ones, or with `channel` that channel's own (which run after the platform-wide ones on its sends). Moderators only (of that channel, or platform-wide): the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
 //
 // Corresponds with GET /api/v1/filters (the `GetApiV1Filters` operationId).
-func (c *Client) GetApiV1Filters(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetApiV1FiltersRequest(c.Server)
+func (c *Client) GetApiV1Filters(ctx context.Context, params *GetApiV1FiltersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiV1FiltersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1403,7 +1728,7 @@ func (c *Client) GetApiV1Filters(ctx context.Context, reqEditors ...RequestEdito
 
 // PostApiV1FiltersWithBody Create a filter
 //
-// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1422,7 +1747,7 @@ func (c *Client) PostApiV1FiltersWithBody(ctx context.Context, contentType strin
 
 // PostApiV1Filters Create a filter
 //
-// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1444,8 +1769,8 @@ func (c *Client) PostApiV1Filters(ctx context.Context, body PostApiV1FiltersJSON
 // Needs `manage_filters` (moderator or higher).
 //
 // Corresponds with DELETE /api/v1/filters/{id} (the `DeleteApiV1FiltersId` operationId).
-func (c *Client) DeleteApiV1FiltersId(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteApiV1FiltersIdRequest(c.Server, id)
+func (c *Client) DeleteApiV1FiltersId(ctx context.Context, id string, params *DeleteApiV1FiltersIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteApiV1FiltersIdRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1691,11 +2016,11 @@ func (c *Client) PatchApiV1UsersId(ctx context.Context, id string, body PatchApi
 
 // DeleteApiV1UsersIdBan Unban a user
 //
-// Lifts a ban and any timeout; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
+// Lifts a ban and any timeout, platform-wide or with `channel` in that channel; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
 //
 // Corresponds with DELETE /api/v1/users/{id}/ban (the `DeleteApiV1UsersIdBan` operationId).
-func (c *Client) DeleteApiV1UsersIdBan(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteApiV1UsersIdBanRequest(c.Server, id)
+func (c *Client) DeleteApiV1UsersIdBan(ctx context.Context, id string, params *DeleteApiV1UsersIdBanParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteApiV1UsersIdBanRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1708,7 +2033,7 @@ func (c *Client) DeleteApiV1UsersIdBan(ctx context.Context, id string, reqEditor
 
 // PostApiV1UsersIdBanWithBody Ban a user
 //
-// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1727,7 +2052,7 @@ func (c *Client) PostApiV1UsersIdBanWithBody(ctx context.Context, id string, con
 
 // PostApiV1UsersIdBan Ban a user
 //
-// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1746,7 +2071,7 @@ func (c *Client) PostApiV1UsersIdBan(ctx context.Context, id string, body PostAp
 
 // PostApiV1UsersIdTimeoutWithBody Time a user out
 //
-// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1765,7 +2090,7 @@ func (c *Client) PostApiV1UsersIdTimeoutWithBody(ctx context.Context, id string,
 
 // PostApiV1UsersIdTimeout Time a user out
 //
-// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1863,8 +2188,137 @@ func NewPatchApiV1ChannelsChannelRequestWithBody(server string, channel string, 
 	return req, nil
 }
 
+// NewGetApiV1ChannelsChannelRolesRequest constructs an http.Request for the GetApiV1ChannelsChannelRoles method
+func NewGetApiV1ChannelsChannelRolesRequest(server string, channel string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/roles", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteApiV1ChannelsChannelRolesUserIdRequest constructs an http.Request for the DeleteApiV1ChannelsChannelRolesUserId method
+func NewDeleteApiV1ChannelsChannelRolesUserIdRequest(server string, channel string, userId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/roles/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutApiV1ChannelsChannelRolesUserIdRequest calls the generic PutApiV1ChannelsChannelRolesUserId builder with application/json body
+func NewPutApiV1ChannelsChannelRolesUserIdRequest(server string, channel string, userId string, body PutApiV1ChannelsChannelRolesUserIdJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutApiV1ChannelsChannelRolesUserIdRequestWithBody(server, channel, userId, "application/json", bodyReader)
+}
+
+// NewPutApiV1ChannelsChannelRolesUserIdRequestWithBody constructs an http.Request for the PutApiV1ChannelsChannelRolesUserId method, with any body, and a specified content type
+func NewPutApiV1ChannelsChannelRolesUserIdRequestWithBody(server string, channel string, userId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "user_id", userId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/roles/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetApiV1CommandsRequest constructs an http.Request for the GetApiV1Commands method
-func NewGetApiV1CommandsRequest(server string) (*http.Request, error) {
+func NewGetApiV1CommandsRequest(server string, params *GetApiV1CommandsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1880,6 +2334,33 @@ func NewGetApiV1CommandsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1931,7 +2412,7 @@ func NewPostApiV1CommandsRequestWithBody(server string, contentType string, body
 }
 
 // NewDeleteApiV1CommandsNameRequest constructs an http.Request for the DeleteApiV1CommandsName method
-func NewDeleteApiV1CommandsNameRequest(server string, name string) (*http.Request, error) {
+func NewDeleteApiV1CommandsNameRequest(server string, name string, params *DeleteApiV1CommandsNameParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1954,6 +2435,33 @@ func NewDeleteApiV1CommandsNameRequest(server string, name string) (*http.Reques
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
@@ -1965,7 +2473,7 @@ func NewDeleteApiV1CommandsNameRequest(server string, name string) (*http.Reques
 }
 
 // NewGetApiV1CommandsNameRequest constructs an http.Request for the GetApiV1CommandsName method
-func NewGetApiV1CommandsNameRequest(server string, name string) (*http.Request, error) {
+func NewGetApiV1CommandsNameRequest(server string, name string, params *GetApiV1CommandsNameParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1988,6 +2496,33 @@ func NewGetApiV1CommandsNameRequest(server string, name string) (*http.Request, 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1999,18 +2534,18 @@ func NewGetApiV1CommandsNameRequest(server string, name string) (*http.Request, 
 }
 
 // NewPatchApiV1CommandsNameRequest calls the generic PatchApiV1CommandsName builder with application/json body
-func NewPatchApiV1CommandsNameRequest(server string, name string, body PatchApiV1CommandsNameJSONRequestBody) (*http.Request, error) {
+func NewPatchApiV1CommandsNameRequest(server string, name string, params *PatchApiV1CommandsNameParams, body PatchApiV1CommandsNameJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPatchApiV1CommandsNameRequestWithBody(server, name, "application/json", bodyReader)
+	return NewPatchApiV1CommandsNameRequestWithBody(server, name, params, "application/json", bodyReader)
 }
 
 // NewPatchApiV1CommandsNameRequestWithBody constructs an http.Request for the PatchApiV1CommandsName method, with any body, and a specified content type
-func NewPatchApiV1CommandsNameRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPatchApiV1CommandsNameRequestWithBody(server string, name string, params *PatchApiV1CommandsNameParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2033,6 +2568,33 @@ func NewPatchApiV1CommandsNameRequestWithBody(server string, name string, conten
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
@@ -2046,7 +2608,7 @@ func NewPatchApiV1CommandsNameRequestWithBody(server string, name string, conten
 }
 
 // NewGetApiV1FiltersRequest constructs an http.Request for the GetApiV1Filters method
-func NewGetApiV1FiltersRequest(server string) (*http.Request, error) {
+func NewGetApiV1FiltersRequest(server string, params *GetApiV1FiltersParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2062,6 +2624,33 @@ func NewGetApiV1FiltersRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2113,7 +2702,7 @@ func NewPostApiV1FiltersRequestWithBody(server string, contentType string, body 
 }
 
 // NewDeleteApiV1FiltersIdRequest constructs an http.Request for the DeleteApiV1FiltersId method
-func NewDeleteApiV1FiltersIdRequest(server string, id string) (*http.Request, error) {
+func NewDeleteApiV1FiltersIdRequest(server string, id string, params *DeleteApiV1FiltersIdParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2136,6 +2725,33 @@ func NewDeleteApiV1FiltersIdRequest(server string, id string) (*http.Request, er
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
@@ -2589,7 +3205,7 @@ func NewPatchApiV1UsersIdRequestWithBody(server string, id string, contentType s
 }
 
 // NewDeleteApiV1UsersIdBanRequest constructs an http.Request for the DeleteApiV1UsersIdBan method
-func NewDeleteApiV1UsersIdBanRequest(server string, id string) (*http.Request, error) {
+func NewDeleteApiV1UsersIdBanRequest(server string, id string, params *DeleteApiV1UsersIdBanParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2612,6 +3228,33 @@ func NewDeleteApiV1UsersIdBanRequest(server string, id string) (*http.Request, e
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Channel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channel", *params.Channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
@@ -2787,18 +3430,54 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /api/v1/channels/{channel} (the `PatchApiV1ChannelsChannel` operationId).
 	PatchApiV1ChannelsChannelWithResponse(ctx context.Context, channel string, body PatchApiV1ChannelsChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1ChannelsChannelResponse, error)
 
+	// GetApiV1ChannelsChannelRolesWithResponse Roles given in a channel
+	//
+	// Every user given a role in the channel, highest role first, then by name. A user's role in a channel is the higher of the platform-wide role and the role given there. For the channel's moderators (and platform-wide ones). Needs `list_users` (moderator or higher).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/channels/{channel}/roles (the `GetApiV1ChannelsChannelRoles` operationId).
+	GetApiV1ChannelsChannelRolesWithResponse(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*GetApiV1ChannelsChannelRolesResponse, error)
+
+	// DeleteApiV1ChannelsChannelRolesUserIdWithResponse Take a role in a channel back
+	//
+	// Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds. Needs `change_roles` (broadcaster or higher).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/channels/{channel}/roles/{user_id} (the `DeleteApiV1ChannelsChannelRolesUserId` operationId).
+	DeleteApiV1ChannelsChannelRolesUserIdWithResponse(ctx context.Context, channel string, userId string, reqEditors ...RequestEditorFn) (*DeleteApiV1ChannelsChannelRolesUserIdResponse, error)
+
+	// PutApiV1ChannelsChannelRolesUserIdWithBodyWithResponse Give a role in a channel
+	//
+	// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+	PutApiV1ChannelsChannelRolesUserIdWithBodyWithResponse(ctx context.Context, channel string, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutApiV1ChannelsChannelRolesUserIdResponse, error)
+
+	// PutApiV1ChannelsChannelRolesUserIdWithResponse Give a role in a channel
+	//
+	// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+	PutApiV1ChannelsChannelRolesUserIdWithResponse(ctx context.Context, channel string, userId string, body PutApiV1ChannelsChannelRolesUserIdJSONRequestBody, reqEditors ...RequestEditorFn) (*PutApiV1ChannelsChannelRolesUserIdResponse, error)
+
 	// GetApiV1CommandsWithResponse List bot commands
 	//
-	// Every command, sorted by trigger. Public: no token needed (a token is not checked).
+	// Sorted by trigger: the platform-wide ones, or with `channel` the ones that answer there. Public: no token needed (a token is not checked).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/commands (the `GetApiV1Commands` operationId).
-	GetApiV1CommandsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiV1CommandsResponse, error)
+	GetApiV1CommandsWithResponse(ctx context.Context, params *GetApiV1CommandsParams, reqEditors ...RequestEditorFn) (*GetApiV1CommandsResponse, error)
 
 	// PostApiV1CommandsWithBodyWithResponse Create a bot command
 	//
-	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2807,7 +3486,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1CommandsWithResponse Create a bot command
 	//
-	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+	// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2816,52 +3495,52 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteApiV1CommandsNameWithResponse Delete a bot command
 	//
-	// With its aliases. Needs `manage_commands` (moderator or higher).
+	// With its aliases. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/v1/commands/{name} (the `DeleteApiV1CommandsName` operationId).
-	DeleteApiV1CommandsNameWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteApiV1CommandsNameResponse, error)
+	DeleteApiV1CommandsNameWithResponse(ctx context.Context, name string, params *DeleteApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*DeleteApiV1CommandsNameResponse, error)
 
 	// GetApiV1CommandsNameWithResponse Get a bot command
 	//
-	// By trigger or alias. Public: no token needed (a token is not checked).
+	// By trigger or alias; with `channel`, the one that answers there. Public: no token needed (a token is not checked).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/commands/{name} (the `GetApiV1CommandsName` operationId).
-	GetApiV1CommandsNameWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetApiV1CommandsNameResponse, error)
+	GetApiV1CommandsNameWithResponse(ctx context.Context, name string, params *GetApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*GetApiV1CommandsNameResponse, error)
 
 	// PatchApiV1CommandsNameWithBodyWithResponse Change a bot command
 	//
-	// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+	// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-	PatchApiV1CommandsNameWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error)
+	PatchApiV1CommandsNameWithBodyWithResponse(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error)
 
 	// PatchApiV1CommandsNameWithResponse Change a bot command
 	//
-	// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+	// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-	PatchApiV1CommandsNameWithResponse(ctx context.Context, name string, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error)
+	PatchApiV1CommandsNameWithResponse(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error)
 
 	// GetApiV1FiltersWithResponse List filters
 	//
-	// In the order they run. Moderators only: the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
+	// In the order they run: the platform-wide ones, or with `channel` that channel's own (which run after the platform-wide ones on its sends). Moderators only (of that channel, or platform-wide): the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/filters (the `GetApiV1Filters` operationId).
-	GetApiV1FiltersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiV1FiltersResponse, error)
+	GetApiV1FiltersWithResponse(ctx context.Context, params *GetApiV1FiltersParams, reqEditors ...RequestEditorFn) (*GetApiV1FiltersResponse, error)
 
 	// PostApiV1FiltersWithBodyWithResponse Create a filter
 	//
-	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2870,7 +3549,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1FiltersWithResponse Create a filter
 	//
-	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+	// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2884,7 +3563,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/v1/filters/{id} (the `DeleteApiV1FiltersId` operationId).
-	DeleteApiV1FiltersIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteApiV1FiltersIdResponse, error)
+	DeleteApiV1FiltersIdWithResponse(ctx context.Context, id string, params *DeleteApiV1FiltersIdParams, reqEditors ...RequestEditorFn) (*DeleteApiV1FiltersIdResponse, error)
 
 	// GetApiV1MessagesWithResponse Latest messages of a channel
 	//
@@ -3005,16 +3684,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteApiV1UsersIdBanWithResponse Unban a user
 	//
-	// Lifts a ban and any timeout; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
+	// Lifts a ban and any timeout, platform-wide or with `channel` in that channel; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /api/v1/users/{id}/ban (the `DeleteApiV1UsersIdBan` operationId).
-	DeleteApiV1UsersIdBanWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteApiV1UsersIdBanResponse, error)
+	DeleteApiV1UsersIdBanWithResponse(ctx context.Context, id string, params *DeleteApiV1UsersIdBanParams, reqEditors ...RequestEditorFn) (*DeleteApiV1UsersIdBanResponse, error)
 
 	// PostApiV1UsersIdBanWithBodyWithResponse Ban a user
 	//
-	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3023,7 +3702,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1UsersIdBanWithResponse Ban a user
 	//
-	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+	// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3032,7 +3711,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1UsersIdTimeoutWithBodyWithResponse Time a user out
 	//
-	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3041,7 +3720,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1UsersIdTimeoutWithResponse Time a user out
 	//
-	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+	// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3371,6 +4050,569 @@ func (r PatchApiV1ChannelsChannelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PatchApiV1ChannelsChannelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApiV1ChannelsChannelRolesResponse200Headers the declared response headers of an HTTP 200 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse400Headers the declared response headers of an HTTP 400 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse401Headers the declared response headers of an HTTP 401 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse403Headers the declared response headers of an HTTP 403 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse429Headers the declared response headers of an HTTP 429 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse500Headers the declared response headers of an HTTP 500 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelRolesResponse503Headers the declared response headers of an HTTP 503 response for GetApiV1ChannelsChannelRoles
+type GetApiV1ChannelsChannelRolesResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type GetApiV1ChannelsChannelRolesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ChannelRoles
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApiV1ChannelsChannelRolesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetApiV1ChannelsChannelRolesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetApiV1ChannelsChannelRolesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetApiV1ChannelsChannelRolesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApiV1ChannelsChannelRolesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApiV1ChannelsChannelRolesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApiV1ChannelsChannelRolesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON200() *ChannelRoles {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetApiV1ChannelsChannelRolesResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiV1ChannelsChannelRolesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiV1ChannelsChannelRolesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiV1ChannelsChannelRolesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiV1ChannelsChannelRolesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse204Headers the declared response headers of an HTTP 204 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse204Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse400Headers the declared response headers of an HTTP 400 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse401Headers the declared response headers of an HTTP 401 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse403Headers the declared response headers of an HTTP 403 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse404Headers the declared response headers of an HTTP 404 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse409Headers the declared response headers of an HTTP 409 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse500Headers the declared response headers of an HTTP 500 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdResponse503Headers the declared response headers of an HTTP 503 response for DeleteApiV1ChannelsChannelRolesUserId
+type DeleteApiV1ChannelsChannelRolesUserIdResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type DeleteApiV1ChannelsChannelRolesUserIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteApiV1ChannelsChannelRolesUserIdResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteApiV1ChannelsChannelRolesUserIdResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteApiV1ChannelsChannelRolesUserIdResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteApiV1ChannelsChannelRolesUserIdResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteApiV1ChannelsChannelRolesUserIdResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteApiV1ChannelsChannelRolesUserIdResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteApiV1ChannelsChannelRolesUserIdResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteApiV1ChannelsChannelRolesUserIdResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteApiV1ChannelsChannelRolesUserIdResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteApiV1ChannelsChannelRolesUserIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse200Headers the declared response headers of an HTTP 200 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse400Headers the declared response headers of an HTTP 400 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse401Headers the declared response headers of an HTTP 401 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse403Headers the declared response headers of an HTTP 403 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse404Headers the declared response headers of an HTTP 404 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse409Headers the declared response headers of an HTTP 409 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse413Headers the declared response headers of an HTTP 413 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse413Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse415Headers the declared response headers of an HTTP 415 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse415Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse429Headers the declared response headers of an HTTP 429 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse500Headers the declared response headers of an HTTP 500 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PutApiV1ChannelsChannelRolesUserIdResponse503Headers the declared response headers of an HTTP 503 response for PutApiV1ChannelsChannelRolesUserId
+type PutApiV1ChannelsChannelRolesUserIdResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type PutApiV1ChannelsChannelRolesUserIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *User
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorResponse
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutApiV1ChannelsChannelRolesUserIdResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PutApiV1ChannelsChannelRolesUserIdResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutApiV1ChannelsChannelRolesUserIdResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutApiV1ChannelsChannelRolesUserIdResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PutApiV1ChannelsChannelRolesUserIdResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PutApiV1ChannelsChannelRolesUserIdResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutApiV1ChannelsChannelRolesUserIdResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutApiV1ChannelsChannelRolesUserIdResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutApiV1ChannelsChannelRolesUserIdResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PutApiV1ChannelsChannelRolesUserIdResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutApiV1ChannelsChannelRolesUserIdResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON200() *User {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON413() *ErrorResponse {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON415() *ErrorResponse {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutApiV1ChannelsChannelRolesUserIdResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7167,15 +8409,75 @@ func (c *ClientWithResponses) PatchApiV1ChannelsChannelWithResponse(ctx context.
 	return ParsePatchApiV1ChannelsChannelResponse(rsp)
 }
 
+// GetApiV1ChannelsChannelRolesWithResponse Roles given in a channel
+//
+// Every user given a role in the channel, highest role first, then by name. A user's role in a channel is the higher of the platform-wide role and the role given there. For the channel's moderators (and platform-wide ones). Needs `list_users` (moderator or higher).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/channels/{channel}/roles (the `GetApiV1ChannelsChannelRoles` operationId).
+func (c *ClientWithResponses) GetApiV1ChannelsChannelRolesWithResponse(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*GetApiV1ChannelsChannelRolesResponse, error) {
+	rsp, err := c.GetApiV1ChannelsChannelRoles(ctx, channel, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApiV1ChannelsChannelRolesResponse(rsp)
+}
+
+// DeleteApiV1ChannelsChannelRolesUserIdWithResponse Take a role in a channel back
+//
+// Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds. Needs `change_roles` (broadcaster or higher).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/channels/{channel}/roles/{user_id} (the `DeleteApiV1ChannelsChannelRolesUserId` operationId).
+func (c *ClientWithResponses) DeleteApiV1ChannelsChannelRolesUserIdWithResponse(ctx context.Context, channel string, userId string, reqEditors ...RequestEditorFn) (*DeleteApiV1ChannelsChannelRolesUserIdResponse, error) {
+	rsp, err := c.DeleteApiV1ChannelsChannelRolesUserId(ctx, channel, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteApiV1ChannelsChannelRolesUserIdResponse(rsp)
+}
+
+// PutApiV1ChannelsChannelRolesUserIdWithBodyWithResponse Give a role in a channel
+//
+// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+func (c *ClientWithResponses) PutApiV1ChannelsChannelRolesUserIdWithBodyWithResponse(ctx context.Context, channel string, userId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutApiV1ChannelsChannelRolesUserIdResponse, error) {
+	rsp, err := c.PutApiV1ChannelsChannelRolesUserIdWithBody(ctx, channel, userId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutApiV1ChannelsChannelRolesUserIdResponse(rsp)
+}
+
+// PutApiV1ChannelsChannelRolesUserIdWithResponse Give a role in a channel
+//
+// The platform's administrator (a platform-wide broadcaster, `CHAT_ADMIN_TOKEN`) names the channel's broadcaster (`name_channel_broadcaster`); the channel's broadcaster names its moderators, VIPs and subscribers (`change_roles` with the roles held in the channel: the target's and the new role below the actor's). The role holds in that channel only, from the next request or WebSocket frame. At most `CHAT_MAX_CHANNEL_ROLES` users (default 1000) hold a role in one channel. Needs `change_roles` (broadcaster or higher).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/channels/{channel}/roles/{user_id} (the `PutApiV1ChannelsChannelRolesUserId` operationId).
+func (c *ClientWithResponses) PutApiV1ChannelsChannelRolesUserIdWithResponse(ctx context.Context, channel string, userId string, body PutApiV1ChannelsChannelRolesUserIdJSONRequestBody, reqEditors ...RequestEditorFn) (*PutApiV1ChannelsChannelRolesUserIdResponse, error) {
+	rsp, err := c.PutApiV1ChannelsChannelRolesUserId(ctx, channel, userId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutApiV1ChannelsChannelRolesUserIdResponse(rsp)
+}
+
 // GetApiV1CommandsWithResponse List bot commands
 //
-// Every command, sorted by trigger. Public: no token needed (a token is not checked).
+// Sorted by trigger: the platform-wide ones, or with `channel` the ones that answer there. Public: no token needed (a token is not checked).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/commands (the `GetApiV1Commands` operationId).
-func (c *ClientWithResponses) GetApiV1CommandsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiV1CommandsResponse, error) {
-	rsp, err := c.GetApiV1Commands(ctx, reqEditors...)
+func (c *ClientWithResponses) GetApiV1CommandsWithResponse(ctx context.Context, params *GetApiV1CommandsParams, reqEditors ...RequestEditorFn) (*GetApiV1CommandsResponse, error) {
+	rsp, err := c.GetApiV1Commands(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7184,7 +8486,7 @@ func (c *ClientWithResponses) GetApiV1CommandsWithResponse(ctx context.Context, 
 
 // PostApiV1CommandsWithBodyWithResponse Create a bot command
 //
-// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7199,7 +8501,7 @@ func (c *ClientWithResponses) PostApiV1CommandsWithBodyWithResponse(ctx context.
 
 // PostApiV1CommandsWithResponse Create a bot command
 //
-// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. Needs `manage_commands` (moderator or higher).
+// A message whose first word is the trigger (or an alias) makes the bot reply with `response`, variables filled, if the command is enabled, the sender reaches `user_level` and no cooldown runs (moderators skip cooldowns). Otherwise the bot stays silent. With `channel` the command is that channel's own, managed by its moderators, and wins there over a platform-wide command with the same trigger; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_COMMANDS` commands (default 500) platform-wide, and as many in each channel. Needs `manage_commands` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7214,13 +8516,13 @@ func (c *ClientWithResponses) PostApiV1CommandsWithResponse(ctx context.Context,
 
 // DeleteApiV1CommandsNameWithResponse Delete a bot command
 //
-// With its aliases. Needs `manage_commands` (moderator or higher).
+// With its aliases. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/v1/commands/{name} (the `DeleteApiV1CommandsName` operationId).
-func (c *ClientWithResponses) DeleteApiV1CommandsNameWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteApiV1CommandsNameResponse, error) {
-	rsp, err := c.DeleteApiV1CommandsName(ctx, name, reqEditors...)
+func (c *ClientWithResponses) DeleteApiV1CommandsNameWithResponse(ctx context.Context, name string, params *DeleteApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*DeleteApiV1CommandsNameResponse, error) {
+	rsp, err := c.DeleteApiV1CommandsName(ctx, name, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7229,13 +8531,13 @@ func (c *ClientWithResponses) DeleteApiV1CommandsNameWithResponse(ctx context.Co
 
 // GetApiV1CommandsNameWithResponse Get a bot command
 //
-// By trigger or alias. Public: no token needed (a token is not checked).
+// By trigger or alias; with `channel`, the one that answers there. Public: no token needed (a token is not checked).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/commands/{name} (the `GetApiV1CommandsName` operationId).
-func (c *ClientWithResponses) GetApiV1CommandsNameWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*GetApiV1CommandsNameResponse, error) {
-	rsp, err := c.GetApiV1CommandsName(ctx, name, reqEditors...)
+func (c *ClientWithResponses) GetApiV1CommandsNameWithResponse(ctx context.Context, name string, params *GetApiV1CommandsNameParams, reqEditors ...RequestEditorFn) (*GetApiV1CommandsNameResponse, error) {
+	rsp, err := c.GetApiV1CommandsName(ctx, name, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7244,13 +8546,13 @@ func (c *ClientWithResponses) GetApiV1CommandsNameWithResponse(ctx context.Conte
 
 // PatchApiV1CommandsNameWithBodyWithResponse Change a bot command
 //
-// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-func (c *ClientWithResponses) PatchApiV1CommandsNameWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error) {
-	rsp, err := c.PatchApiV1CommandsNameWithBody(ctx, name, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PatchApiV1CommandsNameWithBodyWithResponse(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error) {
+	rsp, err := c.PatchApiV1CommandsNameWithBody(ctx, name, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7259,13 +8561,13 @@ func (c *ClientWithResponses) PatchApiV1CommandsNameWithBodyWithResponse(ctx con
 
 // PatchApiV1CommandsNameWithResponse Change a bot command
 //
-// Only the fields sent change. Needs `manage_commands` (moderator or higher).
+// Only the fields sent change. With `channel`, that channel's own command (its moderators). Needs `manage_commands` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /api/v1/commands/{name} (the `PatchApiV1CommandsName` operationId).
-func (c *ClientWithResponses) PatchApiV1CommandsNameWithResponse(ctx context.Context, name string, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error) {
-	rsp, err := c.PatchApiV1CommandsName(ctx, name, body, reqEditors...)
+func (c *ClientWithResponses) PatchApiV1CommandsNameWithResponse(ctx context.Context, name string, params *PatchApiV1CommandsNameParams, body PatchApiV1CommandsNameJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1CommandsNameResponse, error) {
+	rsp, err := c.PatchApiV1CommandsName(ctx, name, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7274,13 +8576,13 @@ func (c *ClientWithResponses) PatchApiV1CommandsNameWithResponse(ctx context.Con
 
 // GetApiV1FiltersWithResponse List filters
 //
-// In the order they run. Moderators only: the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
+// In the order they run: the platform-wide ones, or with `channel` that channel's own (which run after the platform-wide ones on its sends). Moderators only (of that channel, or platform-wide): the list reveals the blocked terms. Needs `manage_filters` (moderator or higher).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/filters (the `GetApiV1Filters` operationId).
-func (c *ClientWithResponses) GetApiV1FiltersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetApiV1FiltersResponse, error) {
-	rsp, err := c.GetApiV1Filters(ctx, reqEditors...)
+func (c *ClientWithResponses) GetApiV1FiltersWithResponse(ctx context.Context, params *GetApiV1FiltersParams, reqEditors ...RequestEditorFn) (*GetApiV1FiltersResponse, error) {
+	rsp, err := c.GetApiV1Filters(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7289,7 +8591,7 @@ func (c *ClientWithResponses) GetApiV1FiltersWithResponse(ctx context.Context, r
 
 // PostApiV1FiltersWithBodyWithResponse Create a filter
 //
-// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7304,7 +8606,7 @@ func (c *ClientWithResponses) PostApiV1FiltersWithBodyWithResponse(ctx context.C
 
 // PostApiV1FiltersWithResponse Create a filter
 //
-// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10). Needs `manage_filters` (moderator or higher).
+// Text is folded once per send before matching, so letter case, full-width letters, accents, zero-width and other invisible characters do not get around a filter; blocked terms match on the Unicode TR39 confusable skeleton, so look-alike letters from other scripts do not either. Links are found by scheme, bare IPv4 address, `www.` or a public suffix, with IDN and bracketed dots. Regular expressions are compiled once, at creation. With `channel` the filter is that channel's own, managed by its moderators, and runs on sends there after the platform-wide filters; without, it is platform-wide and needs a platform-wide role. At most `CHAT_MAX_FILTERS` filters (default 300), of which `CHAT_MAX_REGEX_FILTERS` regex (default 10), platform-wide, and as many in each channel. Needs `manage_filters` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7324,8 +8626,8 @@ func (c *ClientWithResponses) PostApiV1FiltersWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/v1/filters/{id} (the `DeleteApiV1FiltersId` operationId).
-func (c *ClientWithResponses) DeleteApiV1FiltersIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteApiV1FiltersIdResponse, error) {
-	rsp, err := c.DeleteApiV1FiltersId(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DeleteApiV1FiltersIdWithResponse(ctx context.Context, id string, params *DeleteApiV1FiltersIdParams, reqEditors ...RequestEditorFn) (*DeleteApiV1FiltersIdResponse, error) {
+	rsp, err := c.DeleteApiV1FiltersId(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7529,13 +8831,13 @@ func (c *ClientWithResponses) PatchApiV1UsersIdWithResponse(ctx context.Context,
 
 // DeleteApiV1UsersIdBanWithResponse Unban a user
 //
-// Lifts a ban and any timeout; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
+// Lifts a ban and any timeout, platform-wide or with `channel` in that channel; unbanning a user in good standing succeeds and changes nothing. Needs `ban_users` (moderator or higher).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /api/v1/users/{id}/ban (the `DeleteApiV1UsersIdBan` operationId).
-func (c *ClientWithResponses) DeleteApiV1UsersIdBanWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteApiV1UsersIdBanResponse, error) {
-	rsp, err := c.DeleteApiV1UsersIdBan(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DeleteApiV1UsersIdBanWithResponse(ctx context.Context, id string, params *DeleteApiV1UsersIdBanParams, reqEditors ...RequestEditorFn) (*DeleteApiV1UsersIdBanResponse, error) {
+	rsp, err := c.DeleteApiV1UsersIdBan(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7544,7 +8846,7 @@ func (c *ClientWithResponses) DeleteApiV1UsersIdBanWithResponse(ctx context.Cont
 
 // PostApiV1UsersIdBanWithBodyWithResponse Ban a user
 //
-// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7559,7 +8861,7 @@ func (c *ClientWithResponses) PostApiV1UsersIdBanWithBodyWithResponse(ctx contex
 
 // PostApiV1UsersIdBanWithResponse Ban a user
 //
-// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. Needs `ban_users` (moderator or higher).
+// The user cannot send in any channel until unbanned; their sends answer 403 `reason: banned`. With `channel` it holds in that channel only (their open sockets there close with 4005), and the answer carries the user's standing there in `channel`. Needs `ban_users` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7574,7 +8876,7 @@ func (c *ClientWithResponses) PostApiV1UsersIdBanWithResponse(ctx context.Contex
 
 // PostApiV1UsersIdTimeoutWithBodyWithResponse Time a user out
 //
-// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7589,7 +8891,7 @@ func (c *ClientWithResponses) PostApiV1UsersIdTimeoutWithBodyWithResponse(ctx co
 
 // PostApiV1UsersIdTimeoutWithResponse Time a user out
 //
-// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). Needs `timeout_users` (moderator or higher).
+// The user cannot send for `seconds` (1 s to 14 days) in any channel; their sends answer 403 with `until`. A new timeout replaces the previous one. A banned user must be unbanned first (409). With `channel` it holds in that channel only, and the answer carries the user's standing there in `channel`. Needs `timeout_users` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8210,6 +9512,1157 @@ func ParsePatchApiV1ChannelsChannelResponse(rsp *http.Response) (*PatchApiV1Chan
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers PatchApiV1ChannelsChannelResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApiV1ChannelsChannelRolesResponse parses an HTTP response from a GetApiV1ChannelsChannelRolesWithResponse call
+func ParseGetApiV1ChannelsChannelRolesResponse(rsp *http.Response) (*GetApiV1ChannelsChannelRolesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiV1ChannelsChannelRolesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ChannelRoles
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApiV1ChannelsChannelRolesResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetApiV1ChannelsChannelRolesResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetApiV1ChannelsChannelRolesResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetApiV1ChannelsChannelRolesResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApiV1ChannelsChannelRolesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApiV1ChannelsChannelRolesResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApiV1ChannelsChannelRolesResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteApiV1ChannelsChannelRolesUserIdResponse parses an HTTP response from a DeleteApiV1ChannelsChannelRolesUserIdWithResponse call
+func ParseDeleteApiV1ChannelsChannelRolesUserIdResponse(rsp *http.Response) (*DeleteApiV1ChannelsChannelRolesUserIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteApiV1ChannelsChannelRolesUserIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse204Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteApiV1ChannelsChannelRolesUserIdResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutApiV1ChannelsChannelRolesUserIdResponse parses an HTTP response from a PutApiV1ChannelsChannelRolesUserIdWithResponse call
+func ParsePutApiV1ChannelsChannelRolesUserIdResponse(rsp *http.Response) (*PutApiV1ChannelsChannelRolesUserIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutApiV1ChannelsChannelRolesUserIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest User
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse413Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse415Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutApiV1ChannelsChannelRolesUserIdResponse503Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

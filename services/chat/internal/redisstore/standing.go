@@ -1,0 +1,144 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// A user's standing in a channel is two fields in the channel's slot: its
+// role in the channel's roles hash and its ban or timeout, as json, in the
+// bans hash. Keeping roles apart lets the role limit count them with
+// HLEN; both are read with one HGET each, in the same pipeline as the
+// rest of a send.
+
+// standingCmds are the reads of one standing, queued on a pipeline.
+type standingCmds struct {
+	role, ban *redis.StringCmd
+}
+
+func (s *Store) queueStanding(ctx context.Context, p redis.Pipeliner, channel, id string) standingCmds {
+	return standingCmds{role: p.HGet(ctx, s.ck(channel, "roles"), id), ban: p.HGet(ctx, s.ck(channel, "bans"), id)}
+}
+
+// standing reads what queueStanding queued.
+func (c standingCmds) standing(op string) (chat.Standing, error) {
+	var st chat.Standing
+	for _, cmd := range []*redis.StringCmd{c.role, c.ban} {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return chat.Standing{}, failPipeline(op, err)
+		}
+	}
+	if v := c.ban.Val(); v != "" {
+		if err := json.Unmarshal([]byte(v), &st); err != nil {
+			return chat.Standing{}, fmt.Errorf("%s: decode ban: %w", op, err)
+		}
+	}
+	st.Role = chat.Role(c.role.Val())
+	return st, nil
+}
+
+// Standing implements chat.Store.
+func (s *Store) Standing(ctx context.Context, channel, id string) (chat.Standing, error) {
+	var cmds standingCmds
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmds = s.queueStanding(ctx, p, channel, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return chat.Standing{}, fail("read standing", err)
+	}
+	return cmds.standing("read standing")
+}
+
+// ChannelRoles implements chat.Store.
+func (s *Store) ChannelRoles(ctx context.Context, channel string) (map[string]chat.Role, error) {
+	m, err := s.rdb.HGetAll(ctx, s.ck(channel, "roles")).Result()
+	if err != nil {
+		return nil, fail("list channel roles", err)
+	}
+	out := make(map[string]chat.Role, len(m))
+	for id, r := range m {
+		out[id] = chat.Role(r)
+	}
+	return out, nil
+}
+
+// SetChannelRole implements chat.Store.
+func (s *Store) SetChannelRole(ctx context.Context, channel, id string, ifRole, role chat.Role, max int) error {
+	err := setChannelRole.Run(ctx, s.rdb, []string{s.ck(channel, "roles")}, id, string(ifRole), string(role), max).Err()
+	if err != nil && strings.HasPrefix(err.Error(), "LIMIT roles") {
+		return chat.LimitReached(chat.QuotaChannelRoles, max)
+	}
+	return scriptStatus("set channel role", err, "user's role in the channel")
+}
+
+// SetModeration implements chat.Store: the standing and its event are one
+// script, in the channel's slot, so even on a Cluster the event needs no
+// pending step (UpdateUser's).
+func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+	m.Role = "" // kept in the roles hash
+	var data []byte
+	if m != (chat.Standing{}) {
+		var err error
+		if data, err = json.Marshal(m); err != nil {
+			return fmt.Errorf("encode ban: %w", err)
+		}
+	}
+	keys := []string{s.ck(channel, "bans"), s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+	args := []any{id, data, "", "", s.ck(channel, "live"), s.logCap()}
+	if ev != nil {
+		if ev.Channel != channel {
+			return fmt.Errorf("set moderation: the event must be in the channel (%s, not %s)", channel, ev.Channel)
+		}
+		evData, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		args[2], args[3] = string(ev.Type), evData
+	}
+	if err := setModeration.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+		return failWrite("set moderation", err)
+	}
+	return nil
+}
+
+// setChannelRole gives a role in a channel, or takes it back (role ""),
+// if the user's role there is still the expected one, and counts the roles
+// given there against the limit in the same step.
+// KEYS: roles. ARGV: user id, expected role ("" none), role, max (0: none).
+var setChannelRole = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+if cur ~= ARGV[2] then return redis.error_reply('CONFLICT') end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 1
+end
+local max = tonumber(ARGV[4])
+if cur == '' and max > 0 and redis.call('HLEN', KEYS[1]) >= max then return redis.error_reply('LIMIT roles') end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`)
+
+// setModeration stores a user's ban or timeout in a channel ("" forgets
+// it) and appends its event to the channel's log (liveNotice), at once.
+// KEYS: bans, log, seq, trim, deleted. ARGV: user id, json, event type (""
+// for none), event json, live channel, log cap.
+var setModeration = redis.NewScript(`
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+if ARGV[3] ~= '' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+` + liveNotice + `
+end
+return 1
+`)
