@@ -35,7 +35,7 @@ func Tags() []apiserver.Tag {
 		{Name: tagUsers, Description: "Accounts, roles and bearer tokens"},
 		{Name: tagModeration, Description: "Timeouts, bans and deleting messages"},
 		{Name: tagFilters, Description: "Blocked terms, regular expressions, links and capitals"},
-		{Name: tagChannels, Description: "Channel settings (slow mode)"},
+		{Name: tagChannels, Description: "Channel settings (slow mode) and the roles given in a channel"},
 		{Name: tagPermissions, Description: "Who may do what"},
 		{Name: "Live", Description: "Real-time delivery over WebSocket: the protocol, recovery with since, presence"},
 	}
@@ -54,6 +54,11 @@ func Description(publicRead bool) string {
 	b.WriteString("**Authentication.** `Authorization: Bearer <token>`. The first broadcaster's token is `CHAT_ADMIN_TOKEN`; ")
 	b.WriteString("the broadcaster creates users (`POST /users`), whose token is shown once. ")
 	b.WriteString(reading + "\n\n")
+	b.WriteString("**Communities.** Everything a streamer owns is scoped to a channel. A user's role in a channel is the higher of the ")
+	b.WriteString("platform-wide role and the role given there (`PUT /channels/{channel}/roles/{user_id}`); bans, timeouts, commands and filters ")
+	b.WriteString("given a `channel` are that channel's own, managed by its moderators, and hold there only; without `channel` they are platform-wide ")
+	b.WriteString("and need a platform-wide role. In a channel its own command wins over a platform-wide one; platform-wide filters run first. ")
+	b.WriteString("`CHAT_MAX_COMMANDS`, `CHAT_MAX_FILTERS` and `CHAT_MAX_REGEX_FILTERS` count platform-wide and per channel.\n\n")
 	b.WriteString("**Errors** use one body: `{\"statusCode\", \"error\", \"message\"}` plus `details` (400, 422), ")
 	b.WriteString("`reason` (403, 409, 422, 429), `until` (403: the end of a timeout, null for a ban), `limit` (409 when a limit is reached) and `retry_after_seconds` with a `Retry-After` header (429, 503). ")
 	b.WriteString("An unknown token (a deleted user's too) is 401. WebSocket error frames carry the same status, reason and fields. ")
