@@ -291,3 +291,21 @@ func testChannelCommandsAndFilters(t *testing.T, e engine) {
 	must[struct{}](t)(struct{}{}, c.svc.DeleteFilter(c.ctx, c.bob, "alpha", f2.ID))
 	c.mustSendIn(v, "alpha", "gosh")
 }
+
+// testChannelOwnersAreChannels: what a channel owns counts the channel
+// against CHAT_MAX_CHANNELS first, so the channels' own commands, filters
+// and roles are bounded in all.
+func testChannelOwnersAreChannels(t *testing.T, e engine) {
+	en := newEnvLimits(t, e, 1000, true, chat.Limits{Channels: 1})
+	admin, mod, v := en.users[chat.RoleBroadcaster], en.users[chat.RoleModerator], en.users[chat.RoleViewer]
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "!a", Response: "a", Channel: "alpha"}))
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "a", Channel: "alpha"}))
+	_, err := en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "!b", Response: "b", Channel: "beta"})
+	wantLimit(t, err, 1, "CHAT_MAX_CHANNELS")
+	_, err = en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "b", Channel: "beta"})
+	wantLimit(t, err, 1, "CHAT_MAX_CHANNELS")
+	_, err = en.svc.SetChannelRole(en.ctx, admin, "beta", v.ID, chat.RoleVIP)
+	wantLimit(t, err, 1, "CHAT_MAX_CHANNELS")
+	// Platform-wide ones are no channel's.
+	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "!b", Response: "b"}))
+}

@@ -75,6 +75,17 @@ func scope(channel string) (string, error) {
 	return NormalizeChannel(channel)
 }
 
+// claimOwner counts a channel against CHAT_MAX_CHANNELS before something
+// it owns (a role, a command, a filter) is stored: what a channel owns is
+// bounded per channel, so the number of channels must be bounded too.
+// The platform ("") is no channel.
+func (s *Service) claimOwner(ctx context.Context, channel string) error {
+	if channel == "" {
+		return nil
+	}
+	return s.claimChannel(ctx, channel)
+}
+
 // requireIn is require for an action inside m's channel (or platform-wide
 // when m has none).
 func (s *Service) requireIn(m Member, a Action) error {
@@ -195,6 +206,11 @@ func (s *Service) SetChannelRole(ctx context.Context, actor User, channel, id st
 	next := role
 	if role == RoleViewer {
 		next = ""
+	}
+	if next != "" {
+		if err := s.claimOwner(ctx, channel); err != nil {
+			return Member{}, err
+		}
 	}
 	if next != tm.Standing.Role {
 		if err := s.store.SetChannelRole(ctx, channel, id, tm.Standing.Role, next, s.limits.ChannelRoles); err != nil {

@@ -60,6 +60,9 @@ func (s *Service) CreateCommand(ctx context.Context, actor User, in CommandInput
 	if err := c.validate(); err != nil {
 		return Command{}, err
 	}
+	if err := s.claimOwner(ctx, where); err != nil {
+		return Command{}, err
+	}
 	if err := s.store.CreateCommand(ctx, c, s.limits.Commands); err != nil {
 		return Command{}, fmt.Errorf("create command %s: %w", name, err)
 	}

@@ -53,6 +53,9 @@ func (s *Service) CreateFilter(ctx context.Context, actor User, in FilterInput) 
 		return Filter{}, err
 	}
 	f.Channel = where
+	if err := s.claimOwner(ctx, where); err != nil {
+		return Filter{}, err
+	}
 	f, err = s.store.CreateFilter(ctx, f, s.limits)
 	if err != nil {
 		return Filter{}, fmt.Errorf("create filter: %w", err)

@@ -199,6 +199,7 @@ func runSuite(t *testing.T, e engine) {
 		{"ChannelRoles", testChannelRoles},
 		{"ChannelModeration", testChannelModeration},
 		{"ChannelCommandsAndFilters", testChannelCommandsAndFilters},
+		{"ChannelOwnersAreChannels", testChannelOwnersAreChannels},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })
