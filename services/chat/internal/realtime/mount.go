@@ -138,7 +138,7 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		h.release(ip, channel, userID)
 		return nil // Accept has answered the request
 	}
-	cn := newConn(h, ws, w.conn, channel, user)
+	cn := newConn(h, ws, w.conn, w.br, channel, user)
 	cn.ip = ip
 	if !h.addConn(cn) {
 		h.release(ip, channel, userID)
@@ -157,13 +157,17 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 // close handshake (conn.closeWith).
 type keepSocket struct {
 	gin.ResponseWriter // gin's, whose WriteHeaderNow Accept needs
-	conn               net.Conn
+	conn               *wsbuf.Conn
+	br                 *bufio.Reader
 }
 
 func (w *keepSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	nc, rw, err := wsbuf.Hijack(w.ResponseWriter)
-	w.conn = nc
-	return nc, rw, err
+	if err != nil {
+		return nil, nil, err
+	}
+	w.conn, w.br = nc, rw.Reader
+	return nc, rw, nil
 }
 
 // ChatProtocol and TokenProtocol let a browser, which cannot set an
