@@ -112,7 +112,7 @@ type Gate struct {
 // another, so an engine asks for them together: on a replica whose CPU is
 // busy delivering, each sequential round trip waits for the Go scheduler to
 // notice the reply (milliseconds), and a send costs what its round trips
-// cost (docs/benchmarks.md, issue 12). Filters are always read.
+// cost (TestSendRoundTrips; docs/benchmarks.md). Filters are always read.
 type SendReads struct {
 	// User, when not empty, is read again (a Held sender).
 	User string

@@ -64,7 +64,7 @@ var _ = [1]struct{}{}[unsafe.Offsetof(fragment{}.own)-8*fragmentHead]
 // hash answered 85.8, 88.9 and 90.9 %. A hit costs neither the record's strings (cold
 // memory, scattered over the database), nor its time zone, region code and country facts,
 // nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU and a hit
-// 2 us (docs/benchmarks.md, issue 16 round 4), so the hit rate is worth the memory
+// 2 us (pprof under bench/scripts/geoip-http.sh), so the hit rate is worth the memory
 // (fragmentSize bytes a slot, 42 MB).
 //
 // A table belongs to one database version: a fragment's key means nothing in another
