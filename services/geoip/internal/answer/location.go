@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"net/netip"
@@ -51,19 +51,10 @@ type Location struct {
 	facts *countryJSON
 }
 
-// AddressError is ipapi.co's answer for a path address that is not an IP address, with
-// error a boolean as its clients declare it (the library's error body has a string there).
-type AddressError struct {
-	IP      string `json:"ip" doc:"The text given, as received (at most 100 bytes)" example:"999.1.1.1"`
-	Error   bool   `json:"error" doc:"Always true" example:"true"`
-	Reason  string `json:"reason" doc:"Invalid IP Address" example:"Invalid IP Address"`
-	Message string `json:"message,omitempty" doc:"Present when there is more to say, e.g. that IPv6 zone identifiers are refused"`
-}
-
 // Reasons, spelled as ipapi.co spells them: clients written for it compare these strings.
 const (
-	reasonReserved = "Reserved IP Address"
-	reasonInvalid  = "Invalid IP Address"
+	ReasonReserved = "Reserved IP Address"
+	ReasonInvalid  = "Invalid IP Address"
 )
 
 func ipVersion(addr netip.Addr) string {
@@ -153,16 +144,16 @@ func (l *Location) own() {
 
 // reservedLocation is the answer for an address no database can place.
 func reservedLocation(addr netip.Addr) Location {
-	return Location{IP: addr.String(), Version: ipVersion(addr), Reserved: true, Error: true, Reason: reasonReserved}
+	return Location{IP: addr.String(), Version: ipVersion(addr), Reserved: true, Error: true, Reason: ReasonReserved}
 }
 
-// invalidLocation is a batch entry that is not an address.
-func invalidLocation(text string) Location {
-	return Location{IP: clip(text), Error: true, Reason: reasonInvalid}
+// Invalid is a batch entry that is not an address.
+func Invalid(text string) Location {
+	return Location{IP: Clip(text), Error: true, Reason: ReasonInvalid}
 }
 
-// clip bounds what is echoed back from the request.
-func clip(s string) string {
+// Clip bounds what is echoed back from the request.
+func Clip(s string) string {
 	const max = 100
 	if len(s) <= max {
 		return s
