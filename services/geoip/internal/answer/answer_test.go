@@ -106,3 +106,37 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
+
+// fixed is one record for every address, at version v1.
+type fixed lookup.Record
+
+func (f fixed) Lookup(netip.Addr) (lookup.Record, error) { return lookup.Record(f), nil }
+func (f fixed) Version() string                          { return "v1" }
+
+// A record with invalid UTF-8 writes every format the same from the cache as from the
+// database: the bytes become U+FFFD one by one, as in the JSON.
+func TestInvalidUTF8WritesAlikeCachedOrNot(t *testing.T) {
+	src := Records(fixed{Country: "DE", City: "M\xfcnchen \xed\xa0\x80", Region: "Bayern", Postal: "8\xff"})
+	cached := New(src, Options{})
+	uncached := New(src, Options{CacheSize: -1})
+	addr := netip.MustParseAddr("5.6.7.8")
+	want, _, err := uncached.Record(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.City != "M\uFFFDnchen \uFFFD\uFFFD\uFFFD" || want.Postal != "8\uFFFD" {
+		t.Fatalf("city %q, postal %q", want.City, want.Postal)
+	}
+	for range 3 {
+		got, _, err := cached.Record(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := formatsOf(t, &got), formatsOf(t, &want); g != w || got.City != want.City {
+			t.Fatalf("cached\n%s\nwant\n%s", g, w)
+		}
+	}
+	if hits, _ := cached.CacheStats(); hits == 0 {
+		t.Fatal("no record came from the cache")
+	}
+}

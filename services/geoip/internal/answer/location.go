@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/countries"
@@ -132,14 +133,34 @@ func appendText(buf []byte, write func([]byte) []byte) (string, []byte) {
 }
 
 // own copies l's strings to the Go heap: a Location built from a record read in place
-// (lookup.InPlaceDB) is kept past the record's lease only as a copy.
+// (lookup.InPlaceDB) is kept past the record's lease only as a copy. Invalid UTF-8 becomes
+// U+FFFD, byte by byte, as in the JSON encoding: a record read back from a cached answer's
+// JSON then writes every format as the record itself does.
 func (l *Location) own() {
 	for i := range fields {
 		if f := &fields[i]; f.kind == 's' {
 			p := (*string)(f.ptr(l))
-			*p = strings.Clone(*p)
+			*p = validCopy(*p)
 		}
 	}
+}
+
+// validCopy is a copy of s with each byte that is not part of valid UTF-8 replaced by U+FFFD.
+func validCopy(s string) string {
+	if utf8.ValidString(s) {
+		return strings.Clone(s)
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
 
 // reservedLocation is the answer for an address no database can place.
