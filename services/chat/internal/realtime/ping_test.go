@@ -1,6 +1,8 @@
 package realtime_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -40,5 +42,31 @@ func TestPingsKeepALivePeerAndDropADeadOne(t *testing.T) {
 	}
 	if got := live.messages(1)[0].Text; got != "still here" {
 		t.Fatalf("delivered %q", got)
+	}
+}
+
+// A socket that sent goes back to the poller with no goroutine left behind:
+// the worker that ran its sends ends when none is queued.
+func TestASocketThatSentHoldsNoGoroutine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the poller is Linux's")
+	}
+	r := startReplica(t, replicaConfig{publicRead: true}, testPrefix())
+	_, token := r.user(chat.RoleViewer, "sender")
+	c := dial(t, r.base, "channel=quiet", bearer(token))
+	c.hello()
+	before := settledGoroutines()
+	for i := range 5 {
+		if ack := c.send(fmt.Sprintf("message %d", i)); ack.Type != "ack" {
+			t.Fatalf("send: %+v", ack)
+		}
+	}
+	c.messages(5)
+	after := settledGoroutines()
+	if after > before {
+		t.Fatalf("goroutines %d -> %d after the socket sent and went quiet", before, after)
+	}
+	if p := r.hub.Parked(); p != 1 {
+		t.Fatalf("%d sockets parked, want 1", p)
 	}
 }
