@@ -287,7 +287,13 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	sort.Ints(codes)
 	for _, code := range codes {
 		if code < 400 {
-			responses[strconv.Itoa(code)] = map[string]any{"description": op.Responses[code]}
+			r := map[string]any{"description": op.Responses[code]}
+			// Another success (202 beside 201) answers with the success
+			// body's shape: a Response's Status picks it.
+			if c, ok := success["content"]; ok && code >= 200 && code < 300 && code != http.StatusNoContent {
+				r["content"] = c
+			}
+			responses[strconv.Itoa(code)] = r
 			continue
 		}
 		addErr(code, op.Responses[code])

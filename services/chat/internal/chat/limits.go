@@ -64,6 +64,7 @@ var quotaText = map[Quota]struct{ variable, then string }{
 	QuotaRegexFilters: {"CHAT_MAX_REGEX_FILTERS", "delete a regex filter first, or use a blocked_term"},
 	QuotaCommands:     {"CHAT_MAX_COMMANDS", "delete a command first"},
 	QuotaChannels:     {"CHAT_MAX_CHANNELS", "use an existing channel"},
+	QuotaHeld:         {"per channel, fixed", "wait for a moderator to review the queue"},
 }
 
 // LimitReached is what engines return when creating one more would pass

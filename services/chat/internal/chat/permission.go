@@ -25,6 +25,8 @@ const (
 	ActionListUsers       Action = "list_users"
 	ActionManageUsers     Action = "manage_users"
 	ActionChangeRoles     Action = "change_roles"
+	ActionBypassChatModes Action = "bypass_chat_modes"
+	ActionReviewHeld      Action = "review_held_messages"
 )
 
 // Target says whether an action on another user also needs the actor to
@@ -58,7 +60,9 @@ var PermissionTable = []Permission{
 	{ActionBypassCooldowns, RoleModerator, TargetNone, "Trigger bot commands during their cooldowns"},
 	{ActionManageCommands, RoleModerator, TargetNone, "Create, change and delete bot commands"},
 	{ActionManageFilters, RoleModerator, TargetNone, "List, create and delete filters"},
-	{ActionManageChannel, RoleModerator, TargetNone, "Change channel settings (slow mode)"},
+	{ActionBypassChatModes, RoleVIP, TargetNone, "Not checked by channel modes: first-message review, minimum account age, unique chat, shield mode; not counted by the raid watch"},
+	{ActionManageChannel, RoleModerator, TargetNone, "Change channel settings: slow mode, the modes, shield mode on or off"},
+	{ActionReviewHeld, RoleModerator, TargetNone, "List the review queue, approve and deny held messages"},
 	{ActionDeleteMessages, RoleModerator, TargetBelow, "Delete messages (tombstone); own messages and bot replies too"},
 	{ActionTimeoutUsers, RoleModerator, TargetBelow, "Time users out (1 s to 14 days)"},
 	{ActionBanUsers, RoleModerator, TargetBelow, "Ban and unban users"},

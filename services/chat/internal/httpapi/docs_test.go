@@ -37,7 +37,7 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		statuses     string
 	}{
 		{"get", "/api/v1/messages", true, "200 400 503"},
-		{"post", "/api/v1/messages/send", false, "201 400 401 403 422 429 503"},
+		{"post", "/api/v1/messages/send", false, "201 202 400 401 403 422 429 503"},
 		{"delete", "/api/v1/messages/{id}", false, "200 401 403 404 503"},
 		{"post", "/api/v1/commands", false, "201 400 401 403 409 503"},
 		{"get", "/api/v1/commands", true, "200 503"},
@@ -58,6 +58,9 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"delete", "/api/v1/filters/{id}", false, "204 403 404"},
 		{"get", "/api/v1/channels/{channel}", true, "200 400"},
 		{"patch", "/api/v1/channels/{channel}", false, "200 400 403"},
+		{"get", "/api/v1/channels/{channel}/held", false, "200 400 403"},
+		{"post", "/api/v1/channels/{channel}/held/{id}/approve", false, "201 403 404 409"},
+		{"delete", "/api/v1/channels/{channel}/held/{id}", false, "204 403 404"},
 		{"get", "/api/v1/permissions", true, "200"},
 	}
 	n := 0

@@ -805,6 +805,9 @@ func (c *conn) run(f clientFrame) any {
 		}
 		return e
 	}
+	if res.Held != nil {
+		return ackFrame{Type: typeAck, ID: f.ID, Held: res.Held}
+	}
 	if !res.Replayed {
 		c.hub.metrics.messages.Inc()
 	}

@@ -165,6 +165,11 @@ type event struct {
 	Reply      *chat.Message `json:"reply"`
 	User       *chat.UserRef `json:"user"`
 	Replayed   bool          `json:"replayed"`
+	// Held, Shield, Consequence: moderation (a held send's ack, a
+	// shield_mode event, a refusing filter's error).
+	Held        *chat.HeldMessage  `json:"held"`
+	Shield      *chat.ShieldChange `json:"shield"`
+	Consequence *chat.Consequence  `json:"consequence"`
 }
 
 func (e event) msg(t *testing.T) chat.Message {

@@ -43,7 +43,8 @@ const (
 )
 
 // Frame types, server to client. Event frames use the domain's event
-// types (message, message_deleted, user_timed_out, user_banned).
+// types (message, message_deleted, user_timed_out, user_banned,
+// shield_mode).
 const (
 	typeHello    = "hello"
 	typePresence = "presence"
@@ -102,6 +103,9 @@ type ackFrame struct {
 	// Replayed: the ack is an earlier send's, found by its
 	// idempotency_key; nothing was stored now.
 	Replayed bool `json:"replayed,omitempty"`
+	// Held: the message waits for review (only its sender is told; it
+	// shows it as pending); nothing was stored.
+	Held *chat.HeldMessage `json:"held,omitempty"`
 }
 
 type pongFrame struct {
