@@ -74,7 +74,7 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 	if _, err := realtime.Mount(app.HTTP, app.Service, opts); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
-	web.Mount(app.HTTP.Instance())
+	web.Mount(app.HTTP.Instance(), web.Options{EmbedOrigins: app.Config.EmbedOrigins})
 	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", app.Config.SendLimit.String())
 	return app.HTTP.Run(ctx)
 }

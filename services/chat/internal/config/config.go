@@ -68,6 +68,9 @@ type Config struct {
 	// CHAT_JWT_ISSUER and CHAT_JWT_AUDIENCE. Without a secret and a JWKS
 	// URL, only chat's own tokens are accepted.
 	JWT JWT
+	// EmbedOrigins are CHAT_EMBED_ORIGINS: the sites that may frame the
+	// chat page and hand it a token by postMessage (web.Options).
+	EmbedOrigins []string
 }
 
 // JWT configures platform tokens (jwtauth).
@@ -148,7 +151,23 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
 		slog.String("jwt_secret", mask(c.JWT.Secret)), slog.String("jwks_url", c.JWT.JWKSURL),
 		slog.String("jwt_issuer", c.JWT.Issuer), slog.String("jwt_audience", c.JWT.Audience),
+		slog.Any("embed_origins", c.EmbedOrigins),
 	)
+}
+
+// parseOrigins reads a comma list of web origins: scheme://host[:port],
+// nothing more, as browsers report event.origin.
+func parseOrigins(v string) ([]string, error) {
+	var out []string
+	for o := range strings.SplitSeq(v, ",") {
+		o = strings.TrimSpace(o)
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("want a comma list of origins like https://example.com, got %q", o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // mask shows whether a secret is set, never the secret.
@@ -237,6 +256,13 @@ func Load(getenv func(string) string) (Config, error) {
 		c.Writers = n
 	}
 	c.JWT = loadJWT(getenv, c.Production(), bad)
+	if v := getenv("CHAT_EMBED_ORIGINS"); v != "" {
+		origins, err := parseOrigins(v)
+		if err != nil {
+			bad("CHAT_EMBED_ORIGINS", v, err.Error())
+		}
+		c.EmbedOrigins = origins
+	}
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {
 	case c.AdminToken == "" && c.Production():

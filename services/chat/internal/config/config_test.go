@@ -290,3 +290,15 @@ func TestJWTSettings(t *testing.T) {
 		t.Errorf("log line %s", buf.String())
 	}
 }
+
+func TestEmbedOrigins(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"CHAT_EMBED_ORIGINS": "https://a.example, http://localhost:8080"}))
+	if err != nil || len(c.EmbedOrigins) != 2 || c.EmbedOrigins[1] != "http://localhost:8080" {
+		t.Fatalf("%v %v", c.EmbedOrigins, err)
+	}
+	for _, v := range []string{"a.example", "https://a.example/path", "https://a.example,", "javascript:x", "https://u@a.example"} {
+		if _, err := Load(envOf(map[string]string{"CHAT_EMBED_ORIGINS": v})); err == nil || !strings.Contains(err.Error(), "CHAT_EMBED_ORIGINS") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}

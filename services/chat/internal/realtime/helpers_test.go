@@ -24,6 +24,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
@@ -110,6 +111,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 		Redis:          rdb,
 		RateLimitAllow: []string{"127.0.0.0/8"},
 		CORSOrigin:     cfg.cors,
+		TokenValidator: httpapi.NewAuthenticator(svc).Validate, // for the REST API, when registered
 	})
 	if err != nil {
 		t.Fatal(err)
