@@ -197,13 +197,13 @@ func TestPlatformTokensOverHTTP(t *testing.T) {
 	claimJSON, _ := json.Marshal(claims("none", nil))
 	before := keys.fetches.Load()
 	for name, tok := range map[string]string{
-		"expired":   signed(t, jwt.SigningMethodRS256, "platform-1", keys.key, claims("x", func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Hour).Unix() })),
-		"wrong aud": signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("x", func(c jwt.MapClaims) { c["aud"] = "billing" })),
-		"wrong iss": signed(t, jwt.SigningMethodRS256, "platform-1", keys.key, claims("x", func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })),
-		"alg none":  b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(claimJSON) + ".",
+		"expired":                              signed(t, jwt.SigningMethodRS256, "platform-1", keys.key, claims("x", func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Hour).Unix() })),
+		"wrong aud":                            signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("x", func(c jwt.MapClaims) { c["aud"] = "billing" })),
+		"wrong iss":                            signed(t, jwt.SigningMethodRS256, "platform-1", keys.key, claims("x", func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })),
+		"alg none":                             b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64(claimJSON) + ".",
 		"HS256 signed with the RSA public key": signed(t, jwt.SigningMethodHS256, "platform-1", pubPEM, claims("x", nil)),
-		"oversized": signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("x", func(c jwt.MapClaims) { c["pad"] = strings.Repeat("p", 9000) })),
-		"no sub":    signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("", nil)),
+		"oversized":                            signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("x", func(c jwt.MapClaims) { c["pad"] = strings.Repeat("p", 9000) })),
+		"no sub":                               signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), claims("", nil)),
 	} {
 		code, body := me(tok)
 		if code != 401 || body["statusCode"] != float64(401) || body["error"] != "Unauthorized" || body["message"] == "" {
