@@ -103,3 +103,37 @@ func TestValidatorRefusesWith401(t *testing.T) {
 		t.Errorf("keys never fetched: %d %s; want 503", w.Code, w.Body)
 	}
 }
+
+// TestAcceptsJWTDocumentsTheScheme: with AcceptsJWT the document lists the
+// platformJWT bearer scheme (bearerFormat JWT) as an alternative.
+func TestAcceptsJWTDocumentsTheScheme(t *testing.T) {
+	for _, accepts := range []bool{false, true} {
+		s, err := apiserver.New(apiserver.Config[who]{
+			Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler), AcceptsJWT: accepts,
+			TokenValidator: func(string, *http.Request) apiserver.AuthResult[who] { return apiserver.AuthResult[who]{} },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/me", Authenticated: true},
+			func(c *apiserver.Context[who], _ *struct{}) (whoOut, error) { return whoOut{}, nil })
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+		var doc struct {
+			Components struct {
+				SecuritySchemes map[string]map[string]string `json:"securitySchemes"`
+			} `json:"components"`
+			Paths map[string]map[string]struct {
+				Security []map[string][]string `json:"security"`
+			} `json:"paths"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		jwtScheme, ok := doc.Components.SecuritySchemes["platformJWT"]
+		sec := doc.Paths["/me"]["get"].Security
+		if accepts != ok || (accepts && (jwtScheme["bearerFormat"] != "JWT" || jwtScheme["scheme"] != "bearer" || len(sec) != 2)) || (!accepts && len(sec) != 1) {
+			t.Errorf("AcceptsJWT %v: schemes %v, security %v", accepts, doc.Components.SecuritySchemes, sec)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 		APIDescription: httpapi.Description(cfg.PublicRead),
 		APITags:        httpapi.Tags(),
 		TokenValidator: auth.Validate,
+		AcceptsJWT:     cfg.JWT.Enabled(),
 		Logger:         log,
 		Getenv:         getenv,
 	})
