@@ -15,6 +15,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -148,8 +149,10 @@ func New(cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
-// LooksLikeJWT tells a compact JWS (three base64url parts) from an opaque
-// token, so a service can route a token without trying both checks.
+// LooksLikeJWT tells a compact JWS (three base64url parts, the first a
+// JSON object) from an opaque token, so a service can route a token
+// without trying both checks: an opaque token that happens to hold two
+// dots is not taken for a JWT.
 func LooksLikeJWT(token string) bool {
 	if strings.Count(token, ".") != 2 {
 		return false
@@ -159,7 +162,13 @@ func LooksLikeJWT(token string) bool {
 			return false
 		}
 	}
-	return true
+	header, _, _ := strings.Cut(token, ".")
+	if len(header) < 4 {
+		return false
+	}
+	// The first 3 bytes of the header are enough to see its opening brace.
+	b, err := base64.RawURLEncoding.DecodeString(header[:4])
+	return err == nil && strings.HasPrefix(strings.TrimLeft(string(b), " \t\r\n"), "{")
 }
 
 // claims is the token body: the registered claims and the display name.

@@ -321,7 +321,8 @@ func TestNonStringNameIsAbsent(t *testing.T) {
 
 func TestLooksLikeJWT(t *testing.T) {
 	for tok, want := range map[string]bool{
-		"eyJh.eyJz.sig": true, "a.b.": true, "chat_abcdef": false, "a.b": false, "a.b.c.d": false, "a.b.c=": false,
+		"eyJh.eyJz.sig": true, "eyJhbGciOiJub25lIn0.e30.": true, "chat_abcdef": false, "a.b": false, "a.b.c.d": false,
+		"eyJh.b.c=": false, "admin.token.0123456789": false, "abc.def.ghi": false, "": false, "..": false, "ICAg.e30.": false,
 	} {
 		if got := jwtauth.LooksLikeJWT(tok); got != want {
 			t.Errorf("LooksLikeJWT(%q) = %v", tok, got)

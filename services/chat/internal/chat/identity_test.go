@@ -88,6 +88,11 @@ func testPlatformUsers(t *testing.T, e engine) {
 	if u := must[chat.User](t)(en.svc.Authenticate(en.ctx, "admin-token-0123456789")); u.ID != b.ID {
 		t.Fatalf("admin token: %+v", u)
 	}
+	// A chat token with two dots is still a chat token.
+	dotted := must[chat.User](t)(en.svc.Bootstrap(en.ctx, "admin.token.0123456789"))
+	if u := must[chat.User](t)(en.svc.Authenticate(en.ctx, "admin.token.0123456789")); u.ID != dotted.ID {
+		t.Fatalf("dotted admin token: %+v", u)
+	}
 	for tok, msg := range map[string]string{
 		platformToken(t, "platform|42", "Alice", time.Now().Add(-time.Hour)):            "token expired",
 		platformToken(t, "platform|42", "Alice", exp) + "x":                             "invalid token",
