@@ -79,6 +79,13 @@ type Store interface {
 	CreateUser(ctx context.Context, u User) error
 	User(ctx context.Context, id string) (User, error)
 	UserByTokenHash(ctx context.Context, hash string) (User, error)
+	// ProvisionUser creates the platform user u (no token) or, when a user
+	// with u.ID exists, names it again, in one atomic step: the user takes
+	// the first of names that nobody else holds (case-insensitively; its
+	// own name counts as free) and is returned. An existing user for whom
+	// none is free keeps its name; a new one is Conflict (Reason "name").
+	// Nothing else of an existing user changes.
+	ProvisionUser(ctx context.Context, u User, names []string) (User, error)
 	Users(ctx context.Context) ([]User, error)
 	// UpdateUser applies p if the user still holds ifRole (Conflict
 	// otherwise, so a check made on a stale role is never acted on) and, when

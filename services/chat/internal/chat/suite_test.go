@@ -190,6 +190,7 @@ func runSuite(t *testing.T, e engine) {
 		{"Commands", testCommands},
 		{"CommandCooldownsAndLevels", testCommandCooldowns},
 		{"Users", testUsers},
+		{"PlatformUsers", testPlatformUsers},
 		{"BootstrapIsIdempotent", testBootstrap},
 		{"EventLog", testEventLog},
 		{"HistoryWindow", testHistoryWindow},

@@ -478,6 +478,37 @@ func (s *Store) UserByTokenHash(_ context.Context, hash string) (chat.User, erro
 	return u, nil
 }
 
+// ProvisionUser implements chat.Store.
+func (s *Store) ProvisionUser(_ context.Context, u chat.User, names []string) (chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, exists := s.users[u.ID]
+	for _, name := range names {
+		lname := strings.ToLower(name)
+		if owner, ok := s.names[lname]; ok && owner != u.ID {
+			continue
+		}
+		if !exists {
+			u.Name = name
+			u.TokenHash = ""
+			s.users[u.ID] = u
+			s.names[lname] = u.ID
+			return u, nil
+		}
+		if cur.Name != name {
+			delete(s.names, strings.ToLower(cur.Name))
+			s.names[lname] = u.ID
+			cur.Name = name
+			s.users[u.ID] = cur
+		}
+		return cur, nil
+	}
+	if exists {
+		return cur, nil
+	}
+	return chat.User{}, &chat.Error{Kind: chat.KindConflict, Message: "every name this user may take is taken", Reason: "name"}
+}
+
 // UsersByID returns the users among ids that exist (live delivery's
 // recheck of its sockets' users; the Redis engine has the same method).
 func (s *Store) UsersByID(_ context.Context, ids []string) (map[string]chat.User, error) {

@@ -62,6 +62,10 @@ type conn struct {
 	awake bool
 
 	user atomic.Pointer[chat.User]
+	// expiry closes the socket at its platform token's exp (nil for a
+	// chat token, which does not expire); a refresh frame moves it.
+	expMu  sync.Mutex
+	expiry *time.Timer
 
 	// Only the reader goroutine touches these.
 	tokens  float64
@@ -559,6 +563,54 @@ func (c *conn) setLast(cur chat.Cursor) {
 	c.mu.Unlock()
 }
 
+// expireAt arms the close at a platform token's exp, or disarms it when
+// exp is zero (a chat token). Each authentication replaces the last one's.
+func (c *conn) expireAt(exp time.Time) {
+	c.expMu.Lock()
+	defer c.expMu.Unlock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+		c.expiry = nil
+	}
+	if exp.IsZero() {
+		return
+	}
+	c.expiry = time.AfterFunc(time.Until(exp), func() {
+		c.closeWith(CloseTokenExpired, "token expired: send a refresh frame with a fresh token before exp")
+	})
+}
+
+// expires reports whether the socket holds a platform token.
+func (c *conn) expires() bool {
+	c.expMu.Lock()
+	defer c.expMu.Unlock()
+	return c.expiry != nil
+}
+
+// refresh renews the socket's platform token: a valid one for the same
+// user moves the close to its exp. Anything else is an error frame and
+// leaves the socket as it was, to close at the old exp.
+func (c *conn) refresh(ctx context.Context, f clientFrame) any {
+	cur := c.user.Load()
+	if cur == nil || !c.expires() {
+		return badRequest(f.ID, "refresh renews a platform token; this socket holds none (send auth)")
+	}
+	ss, err := c.hub.svc.AuthenticateSession(ctx, f.Token)
+	if err != nil {
+		return errorFor(f.ID, err)
+	}
+	if ss.Expires.IsZero() {
+		return badRequest(f.ID, "refresh needs a platform token (a JWT), not a chat token")
+	}
+	if ss.User.ID != cur.ID {
+		return errorFor(f.ID, &chat.Error{Kind: chat.KindForbidden, Message: "a refresh token must be for the socket's user (the same sub)"})
+	}
+	c.user.Store(&ss.User)
+	c.expireAt(ss.Expires)
+	ref := ss.User.Ref()
+	return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
+}
+
 // awaitAuth waits for an auth frame when reading needs a token.
 func (c *conn) awaitAuth() bool {
 	// A context deadline on Read would drop the connection without a
@@ -578,8 +630,9 @@ func (c *conn) awaitAuth() bool {
 			continue
 		}
 		actx, acancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
-		u, err := c.hub.svc.Authenticate(actx, f.Token)
+		ss, err := c.hub.svc.AuthenticateSession(actx, f.Token)
 		acancel()
+		u := ss.User
 		if err != nil {
 			_ = c.writeNow(errorFor(f.ID, err))
 			if chat.KindOf(err) == chat.KindUnauthorized {
@@ -597,6 +650,7 @@ func (c *conn) awaitAuth() bool {
 			c.closeWith(CloseTooManySockets, "too many sockets for this user")
 			return false
 		}
+		c.expireAt(ss.Expires)
 		ref := u.Ref()
 		return c.writeNow(ackFrame{Type: typeAck, ID: f.ID, User: &ref}) == nil
 	}
@@ -719,7 +773,7 @@ func (c *conn) handle(line []byte) {
 	switch f.Type {
 	case typePing:
 		c.pushControl(controlFrame(pongFrame{Type: typePong, ID: f.ID}))
-	case typeAuth, typeSend:
+	case typeAuth, typeRefresh, typeSend:
 		if !c.allow() {
 			c.hub.metrics.sendErrors.WithLabelValues(codeRateLimited).Inc()
 			c.pushControl(controlFrame(rateLimited(f.ID, fmt.Sprintf("too many frames on this connection: at most %g per second", c.hub.opts.SendRate))))
@@ -737,7 +791,7 @@ func (c *conn) handle(line []byte) {
 			c.pushControl(controlFrame(rateLimited(f.ID, "too many requests in flight on this connection")))
 		}
 	default:
-		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, send or ping)", f.Type))))
+		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, refresh, send or ping)", f.Type))))
 	}
 }
 
@@ -777,14 +831,19 @@ func (c *conn) work() {
 func (c *conn) run(f clientFrame) any {
 	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
 	defer cancel()
-	if f.Type == typeAuth {
-		u, err := c.hub.svc.Authenticate(ctx, f.Token)
+	switch f.Type {
+	case typeRefresh:
+		return c.refresh(ctx, f)
+	case typeAuth:
+		ss, err := c.hub.svc.AuthenticateSession(ctx, f.Token)
 		if err != nil {
 			return errorFor(f.ID, err)
 		}
+		u := ss.User
 		if err := c.hub.authenticate(c, &u); err != nil {
 			return limitFrame(f.ID, err) // the socket stays as it was
 		}
+		c.expireAt(ss.Expires)
 		ref := u.Ref()
 		return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
 	}
@@ -816,6 +875,7 @@ func (c *conn) run(f clientFrame) any {
 
 func (c *conn) cleanup() {
 	c.cancel()
+	c.expireAt(time.Time{})
 	if c.room != nil {
 		c.room.leave(c)
 	}

@@ -116,12 +116,13 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		}
 		token = t
 	}
+	var expires time.Time
 	if token != "" {
-		u, err := h.svc.Authenticate(r.Context(), token)
+		ss, err := h.svc.AuthenticateSession(r.Context(), token)
 		if err != nil {
 			return apierr.HTTPError(err, apierr.InQuery)
 		}
-		user = &u
+		user, expires = &ss.User, ss.Expires
 	}
 	// The origin was checked above against CORS_ORIGIN, which is the
 	// service's one list of allowed sites.
@@ -145,6 +146,7 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
 		return nil
 	}
+	cn.expireAt(expires)
 	go cn.serve(since, user == nil && !h.svc.PublicRead())
 	return nil
 }

@@ -20,6 +20,11 @@ const (
 	// CloseUnauthorized: reading needs a token (CHAT_PUBLIC_READ=false) and
 	// no valid auth frame came in time. Do not reconnect without a token.
 	CloseUnauthorized websocket.StatusCode = 4001
+	// CloseTokenExpired: the socket was authenticated by a platform token
+	// (a JWT) and its exp passed without a refresh frame carrying a fresh
+	// token for the same user. Get a fresh token, then reconnect with
+	// since=<last id seen>.
+	CloseTokenExpired websocket.StatusCode = 4002
 	// CloseUserDeleted: the authenticated user was deleted (its token is
 	// gone). Do not reconnect with that token.
 	CloseUserDeleted websocket.StatusCode = 4003
@@ -55,9 +60,10 @@ const (
 
 // Client frame types.
 const (
-	typeAuth = "auth"
-	typeSend = "send"
-	typePing = "ping"
+	typeAuth    = "auth"
+	typeRefresh = "refresh"
+	typeSend    = "send"
+	typePing    = "ping"
 )
 
 // Error codes of error frames that do not come from a domain error kind

@@ -736,6 +736,30 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, er
 	return parseUser(m)
 }
 
+// ProvisionUser implements chat.Store in one script in the {users} slot
+// (one round trip; no write when the user already has its name).
+func (s *Store) ProvisionUser(ctx context.Context, u chat.User, names []string) (chat.User, error) {
+	u.TokenHash = ""
+	args := []any{u.ID, len(names)}
+	for _, name := range names {
+		args = append(args, name, strings.ToLower(name))
+	}
+	args = append(args, userFields(u)...)
+	keys := []string{s.userKey(u.ID), s.uk("names"), s.uk("ids")}
+	fields, err := provisionUser.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "CONFLICT") {
+			return chat.User{}, &chat.Error{Kind: chat.KindConflict, Message: "every name this user may take is taken", Reason: "name"}
+		}
+		return chat.User{}, failWrite("provision user", err)
+	}
+	m := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		m[fields[i]] = fields[i+1]
+	}
+	return parseUser(m)
+}
+
 // UsersByID returns the users among ids that exist, in one pipelined round
 // trip (all user keys share the {users} slot, so this holds on a cluster
 // too). Live delivery rechecks the users of its open sockets with it after

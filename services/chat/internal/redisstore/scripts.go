@@ -279,6 +279,38 @@ redis.call('SADD', KEYS[4], ARGV[1])
 return ''
 `)
 
+// provisionUser creates a platform user or names it again (chat.Store's
+// ProvisionUser). KEYS: user, names, ids. ARGV: id, number of names n,
+// then n name/lower-name pairs, then the new user's field/value pairs.
+// Returns the user's fields, or CONFLICT when a new user can take no name.
+// A user already holding the first free name is only read.
+var provisionUser = redis.NewScript(`
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+local n = tonumber(ARGV[2])
+for i = 0, n - 1 do
+  local name, lname = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+  local owner = redis.call('HGET', KEYS[2], lname)
+  if not owner or owner == ARGV[1] then
+    if not exists then
+      local fields = {}
+      for j = 3 + 2 * n, #ARGV do fields[#fields + 1] = ARGV[j] end
+      redis.call('HSET', KEYS[1], unpack(fields))
+      redis.call('HSET', KEYS[1], 'name', name, 'lname', lname)
+      redis.call('HSET', KEYS[2], lname, ARGV[1])
+      redis.call('SADD', KEYS[3], ARGV[1])
+    elseif redis.call('HGET', KEYS[1], 'name') ~= name then
+      local old = redis.call('HGET', KEYS[1], 'lname')
+      if old then redis.call('HDEL', KEYS[2], old) end
+      redis.call('HSET', KEYS[2], lname, ARGV[1])
+      redis.call('HSET', KEYS[1], 'name', name, 'lname', lname)
+    end
+    return redis.call('HGETALL', KEYS[1])
+  end
+end
+if exists then return redis.call('HGETALL', KEYS[1]) end
+return redis.error_reply('CONFLICT')
+`)
+
 // updateUser changes fields only if the user still holds the expected role
 // and, with an event, records it in the same step. On one server (KEYS:
 // user, log, seq, trim, deleted) the event is appended to the channel's
