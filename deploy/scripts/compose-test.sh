@@ -5,7 +5,8 @@
 #
 #   0. newcomer  `make images-local` wrote .env, and compose (run with no image variables,
 #                as the README does) reads the local images from it
-#   1. smoke     geoip lookup, geoip's root index and its links under /geoip/, /metrics
+#   1. smoke     the proxy's HTML index at / and every link on it, geoip lookup, geoip's
+#                root index and its links under /geoip/, /metrics
 #                not served through the proxy, /geoip/docs and /chat/docs behind the
 #                prefix, a chat send and its WebSocket delivery; then no health-check
 #                access line in the services' (info-level) logs

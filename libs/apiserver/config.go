@@ -64,6 +64,10 @@ type Config[A any] struct {
 	// when set, is used instead: it is the seed's apiToken function.
 	APIToken       string
 	TokenValidator TokenValidator[A]
+	// AcceptsJWT documents that TokenValidator also takes JWTs (jwtauth):
+	// authenticated operations then list a second bearer scheme,
+	// platformJWT (bearerFormat JWT), beside bearerAuth.
+	AcceptsJWT bool
 
 	RateLimitMax    int      // RATE_LIMIT_MAX, 100 requests ...
 	RateLimitWindow string   // RATE_LIMIT_WINDOW, ... per "15m"
@@ -128,6 +132,7 @@ type settings struct {
 	production      bool // common.Production()
 	title, desc     string
 	version         string
+	jwt             bool // Config.AcceptsJWT
 	tags            []Tag
 	rateMax         int
 	rateWindow      time.Duration
@@ -205,6 +210,7 @@ func resolve[A any](c *Config[A]) (settings, error) {
 	s.title = firstNonEmpty(c.APITitle, "API Documentation")
 	s.desc = c.APIDescription
 	s.version = firstNonEmpty(c.APIVersion, "1.0.0")
+	s.jwt = c.AcceptsJWT
 	s.tags = c.APITags
 
 	s.rateMax = DefaultRateLimitMax

@@ -122,9 +122,14 @@ func (d *openAPI) build(serverURL string) map[string]any {
 		// Declared only when an operation uses it: Swagger UI shows an
 		// Authorize button for every scheme.
 		if o.authenticated {
-			components["securitySchemes"] = map[string]any{
+			schemes := map[string]any{
 				"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer <token>"},
 			}
+			if d.set.jwt {
+				schemes["platformJWT"] = map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+					"description": "Authorization: Bearer <JWT>: a token of the identity platform (HS256 with the shared secret, or RS256/ES256/EdDSA against its JWKS)"}
+			}
+			components["securitySchemes"] = schemes
 			break
 		}
 	}
@@ -271,6 +276,10 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	}
 	if op.Authenticated {
 		o["security"] = []any{map[string]any{"bearerAuth": []string{}}}
+		if ep.s.set.jwt {
+			// Either scheme: a list of requirements is alternatives.
+			o["security"] = []any{map[string]any{"bearerAuth": []string{}}, map[string]any{"platformJWT": []string{}}}
+		}
 		// What authenticate answers, as the original library does (403
 		// for a wrong token); a service whose validator answers otherwise
 		// (chat: 401 for an unknown token) says so in Operation.Responses.
@@ -287,7 +296,13 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	sort.Ints(codes)
 	for _, code := range codes {
 		if code < 400 {
-			responses[strconv.Itoa(code)] = map[string]any{"description": op.Responses[code]}
+			r := map[string]any{"description": op.Responses[code]}
+			// Another success (202 beside 201) answers with the success
+			// body's shape: a Response's Status picks it.
+			if c, ok := success["content"]; ok && code >= 200 && code < 300 && code != http.StatusNoContent {
+				r["content"] = c
+			}
+			responses[strconv.Itoa(code)] = r
 			continue
 		}
 		addErr(code, op.Responses[code])

@@ -154,6 +154,13 @@ func TestResponseCarriesHeadersStatusAndRawBodies(t *testing.T) {
 	if r := op.Responses.Status(201); r == nil || r.Value.Headers["Location"] == nil {
 		t.Error("Location not documented on 201")
 	}
+	// Another 2xx answers with the success body: documented with its schema.
+	if r := op.Responses.Status(201); r == nil || r.Value.Content.Get("application/json") == nil {
+		t.Error("201 beside 200 documented without the success body")
+	}
+	if r := op.Responses.Status(304); r == nil || len(r.Value.Content) != 0 {
+		t.Error("304 documented with a body")
+	}
 }
 
 // manyHeaders has more values than the room the library keeps for them in each request's

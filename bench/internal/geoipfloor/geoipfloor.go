@@ -59,7 +59,7 @@ type Options struct {
 	// bytes: the client and the kernel then do the same work for both. Without them
 	// the floor's answer is about 140 bytes shorter and has four headers fewer (under
 	// wrk, between no difference and 5 % more requests/s: within the shared machine's
-	// noise; docs/benchmarks.md, issue 16 round 7).
+	// noise; the floorh/floor ratio of bench/scripts/geoip-http.sh).
 	AnswerHeaders bool
 }
 

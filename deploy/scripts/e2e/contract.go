@@ -27,6 +27,13 @@ const (
 	servedByHeader = "X-Served-By"
 )
 
+// proxyIndexLinks are the pages the proxy's HTML index at / must link to (as paths from
+// the root); the smoke check follows every link of the page, these included.
+var proxyIndexLinks = []string{
+	geoipPrefix + "/", geoipLookupPath, geoipPrefix + "/docs",
+	chatPrefix + "/", chatPrefix + "/docs",
+}
+
 // geoipIndex is the part of geoip's root (GET /geoip/, JSON for API clients) the checks
 // read: links relative to the page, and the endpoints.
 type geoipIndex struct {

@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,16 +112,10 @@ func (r *runner) runDisrupt(ctx context.Context, env ...string) error {
 	return nil
 }
 
-// smoke: one replica of each; geoip lookup, docs behind the prefix, a chat send and its
-// WebSocket delivery.
+// smoke: one replica of each; the proxy's index, geoip lookup, docs behind the prefix, a
+// chat send and its WebSocket delivery.
 func (r *runner) smoke(ctx context.Context) {
-	r.check("proxy index", func() error {
-		res, err := r.get(ctx, "/")
-		if err != nil {
-			return err
-		}
-		return wantStatus(res, http.StatusOK)
-	})
+	r.check("proxy index is an HTML page whose links answer", func() error { return r.proxyIndex(ctx) })
 	r.check("geoip lookup "+geoipLookupIP, func() error {
 		res, err := r.get(ctx, geoipLookupPath)
 		if err != nil {
@@ -175,6 +171,63 @@ func (r *runner) smoke(ctx context.Context) {
 		}
 		return c.await(ctx, 10*time.Second, m)
 	})
+}
+
+// proxyIndex: / answers an HTML page linking to each service, its docs and a lookup, and
+// every link on it answers 200 through the proxy.
+func (r *runner) proxyIndex(ctx context.Context) error {
+	res, err := r.get(ctx, "/")
+	if err != nil {
+		return err
+	}
+	if err := wantStatus(res, http.StatusOK); err != nil {
+		return err
+	}
+	links, err := indexLinks(res)
+	if err != nil {
+		return err
+	}
+	for _, link := range links {
+		got, err := r.get(ctx, link)
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(got, http.StatusOK); err != nil {
+			return fmt.Errorf("index link %q: %w", link, err)
+		}
+	}
+	return nil
+}
+
+// hrefPattern finds the target of each link (<a href=...>) of a page.
+var hrefPattern = regexp.MustCompile(`(?i)<a\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))`)
+
+// indexLinks checks that res is an HTML page linking to every path of proxyIndexLinks
+// and returns the paths of all its links, resolved against the page's URL. A link that
+// leaves the proxy's host is an error: the index is for this stack.
+func indexLinks(res *response) ([]string, error) {
+	if err := wantHTML(res); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, m := range hrefPattern.FindAllStringSubmatch(string(res.body), -1) {
+		href := m[1] + m[2] + m[3]
+		ref, err := url.Parse(html.UnescapeString(href))
+		if err != nil || href == "" {
+			return nil, fmt.Errorf("bad link %q on %s", href, res.finalURL.Path)
+		}
+		target := res.finalURL.ResolveReference(ref)
+		if target.Host != res.finalURL.Host {
+			return nil, fmt.Errorf("link %q leaves %s", href, res.finalURL.Host)
+		}
+		paths = append(paths, target.Path)
+	}
+	for _, want := range proxyIndexLinks {
+		if !slices.Contains(paths, want) {
+			return nil, fmt.Errorf("%s links %v, not %s", res.finalURL.Path, paths, want)
+		}
+	}
+	return paths, nil
 }
 
 // geoipRoot: /geoip/ answers an index whose relative links work under the prefix.

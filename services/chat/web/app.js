@@ -16,6 +16,7 @@ const state = {
   stopped: false,
   byId: new Map(), // message id -> <li>
   offerToken: true, // offer the token in the handshake (see protocols)
+  signedIn: false, // the socket holds the token (a hello or ack named the user)
 };
 
 function setStatus(text, cls) {
@@ -30,6 +31,63 @@ function showError(text) {
 
 function token() {
   return sessionStorage.getItem("chat.token") || "";
+}
+
+// isJWT tells a platform token (a JWT: three base64url parts) from a chat
+// token.
+function isJWT(t) {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(t || "");
+}
+
+// embedOrigins are the sites allowed to hand the page a token by
+// postMessage besides its own origin (CHAT_EMBED_ORIGINS, put in the page
+// by the server).
+const embedOrigins = (document.querySelector('meta[name="chat-embed-origins"]')?.content || "").split(/\s+/).filter(Boolean);
+
+function trustedOrigin(origin) {
+  return origin === location.origin || embedOrigins.includes(origin);
+}
+
+// tellEmbedder lets the framing site know what happened (signed in, token
+// expired), posted only to an allowed origin.
+function tellEmbedder(msg) {
+  if (window.parent === window) return;
+  for (const o of embedOrigins) window.parent.postMessage(msg, o);
+}
+
+// showMe asks the server who the token is (GET /users/me) and shows the
+// name and role.
+async function showMe() {
+  const t = token();
+  if (!t) {
+    $("who").textContent = "";
+    return;
+  }
+  try {
+    const res = await fetch(new URL("api/v1/users/me", base), { headers: { Authorization: "Bearer " + t } });
+    const body = await res.json();
+    if (!res.ok) throw new Error(body.message || String(res.status));
+    $("who").textContent = "as " + body.name + " (" + body.role + ")";
+    tellEmbedder({ type: "chat-signed-in", user: { id: body.id, name: body.name, role: body.role } });
+  } catch (e) {
+    $("who").textContent = "";
+    showError("sign-in failed: " + e.message);
+  }
+}
+
+// useToken signs the page in with t: a development or chat token typed
+// in, or a platform token handed over by the embedding site. A fresh
+// platform token for a socket signed in with one renews it (refresh).
+function useToken(t) {
+  const prev = token();
+  if (t) sessionStorage.setItem("chat.token", t);
+  else sessionStorage.removeItem("chat.token");
+  state.offerToken = true;
+  if (state.ws && state.ws.readyState === WebSocket.OPEN && t) {
+    const type = isJWT(prev) && isJWT(t) && state.signedIn ? "refresh" : "auth";
+    state.ws.send(JSON.stringify({ type, token: t, id: ++state.reqId }));
+  }
+  showMe();
 }
 
 function wsURL() {
@@ -131,6 +189,7 @@ function handle(ev) {
   switch (ev.type) {
     case "hello":
       state.backoff = 500;
+      state.signedIn = !!ev.user;
       setStatus("live", "live");
       if (!ev.recovered) {
         clearMessages();
@@ -154,7 +213,10 @@ function handle(ev) {
       $("presence").textContent = ev.count + " online";
       break;
     case "ack":
-      if (ev.user) $("who").textContent = "as " + ev.user.name + " (" + ev.user.role + ")";
+      if (ev.user) {
+        state.signedIn = true;
+        $("who").textContent = "as " + ev.user.name + " (" + ev.user.role + ")";
+      }
       if (ev.message) {
         render(ev.message);
         if (ev.reply) render(ev.reply);
@@ -212,6 +274,14 @@ function connect() {
       showError("reading this chat needs a token");
       return;
     }
+    if (e.code === 4002) {
+      // The platform token expired unrefreshed: read on without it until
+      // the embedding site hands over a fresh one.
+      sessionStorage.removeItem("chat.token");
+      $("who").textContent = "";
+      showError("your session expired; sign in again");
+      tellEmbedder({ type: "chat-token-expired" });
+    }
     if (e.code === 4029) {
       setStatus("too many sockets", "down");
       showError("this account has too many sockets open on this server: close another tab, then reload");
@@ -248,14 +318,17 @@ $("channel-form").addEventListener("submit", (e) => {
 $("token-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const t = $("token").value.trim();
-  if (t) sessionStorage.setItem("chat.token", t);
-  else sessionStorage.removeItem("chat.token");
   $("token").value = "";
-  $("who").textContent = t ? "token set" : "";
-  state.offerToken = true;
-  if (state.ws && state.ws.readyState === WebSocket.OPEN && t) {
-    state.ws.send(JSON.stringify({ type: "auth", token: t, id: ++state.reqId }));
-  }
+  useToken(t);
+});
+
+// The embedding site hands over a platform token:
+// frame.contentWindow.postMessage({type: "chat-token", token}, chatOrigin).
+// Only the page's own origin and CHAT_EMBED_ORIGINS are listened to.
+window.addEventListener("message", (e) => {
+  if (!trustedOrigin(e.origin)) return;
+  const d = e.data;
+  if (d && d.type === "chat-token" && typeof d.token === "string" && d.token.length <= 8192) useToken(d.token);
 });
 
 $("send-form").addEventListener("submit", (e) => {
@@ -273,7 +346,16 @@ $("send-form").addEventListener("submit", (e) => {
   state.ws.send(JSON.stringify({ type: "send", message: text, id: ++state.reqId }));
 });
 
-if (token()) $("who").textContent = "token set";
-const initial = decodeURIComponent(location.hash.slice(1)) || "general";
+// The fragment names the channel (#general), or hands over a token
+// (#token=... or #channel=general&token=...): a fragment never reaches a
+// server, and it is taken out of the address and the history at once.
+let initial = decodeURIComponent(location.hash.slice(1)) || "general";
+if (/(^|&)token=/.test(location.hash.slice(1))) {
+  const p = new URLSearchParams(location.hash.slice(1));
+  initial = p.get("channel") || "general";
+  sessionStorage.setItem("chat.token", p.get("token"));
+  history.replaceState(null, "", location.pathname + location.search + "#" + initial);
+}
+showMe();
 $("channel").value = initial;
 join(initial);

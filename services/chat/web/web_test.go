@@ -17,7 +17,7 @@ import (
 func TestMountServesThePageAndItsAssets(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	e := gin.New()
-	web.Mount(e)
+	web.Mount(e, web.Options{})
 	srv := httptest.NewServer(e)
 	defer srv.Close()
 	for _, c := range []struct{ path, ctype, body string }{
@@ -56,6 +56,31 @@ func TestMountServesThePageAndItsAssets(t *testing.T) {
 			head.Header.Get("Content-Type") != resp.Header.Get("Content-Type") {
 			t.Errorf("HEAD %s = %d, Content-Length %d, %d body bytes, %q; want GET's 200, %d, none, %q", c.path,
 				head.StatusCode, head.ContentLength, len(hb), head.Header.Get("Content-Type"), len(b), resp.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// TestEmbedOriginsMayFrameThePage: the listed origins are the page's
+// frame-ancestors and reach app.js; without any the page is not framed.
+func TestEmbedOriginsMayFrameThePage(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, tc := range []struct {
+		origins   []string
+		ancestors string
+		meta      string
+	}{
+		{nil, "frame-ancestors 'none'", `content=""`},
+		{[]string{"https://a.example", "https://b.example:8443"}, "frame-ancestors https://a.example https://b.example:8443", `content="https://a.example https://b.example:8443"`},
+	} {
+		e := gin.New()
+		web.Mount(e, web.Options{EmbedOrigins: tc.origins})
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, tc.ancestors) {
+			t.Errorf("%v: Content-Security-Policy %q", tc.origins, csp)
+		}
+		if !strings.Contains(w.Body.String(), `<meta name="chat-embed-origins" `+tc.meta+`>`) {
+			t.Errorf("%v: page lacks the origins: %s", tc.origins, w.Body.String())
 		}
 	}
 }

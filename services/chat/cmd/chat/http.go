@@ -34,6 +34,7 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 		APIDescription: httpapi.Description(cfg.PublicRead),
 		APITags:        httpapi.Tags(),
 		TokenValidator: auth.Validate,
+		AcceptsJWT:     cfg.JWT.Enabled(),
 		Logger:         log,
 		Getenv:         getenv,
 	})
@@ -74,7 +75,7 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 	if _, err := realtime.Mount(app.HTTP, app.Service, opts); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
-	web.Mount(app.HTTP.Instance())
+	web.Mount(app.HTTP.Instance(), web.Options{EmbedOrigins: app.Config.EmbedOrigins})
 	app.Log.Info("chat api ready", "engine", app.Config.Engine(), "public_read", app.Config.PublicRead, "send_limit", app.Config.SendLimit.String())
 	return app.HTTP.Run(ctx)
 }

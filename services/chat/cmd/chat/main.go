@@ -1,5 +1,6 @@
-// Command chat is the chat service: `chat serve` (the default) runs it and
-// `chat healthcheck` probes a running one (Docker images have no shell).
+// Command chat is the chat service: `chat serve` (the default) runs it,
+// `chat healthcheck` probes a running one (Docker images have no shell)
+// and `chat token` prints a development platform token (usage.go).
 package main
 
 import (
@@ -43,19 +44,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "token":
+		return token(args, getenv, stdout, stderr)
+	}
 	if len(args) > 0 {
-		return fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q", cmd, args)
+		return fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q; see chat --help", cmd, args)
 	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, getenv, stdout)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stderr, "usage: chat [serve|healthcheck]")
-		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (want serve or healthcheck)", cmd)
+	return fmt.Errorf("unknown subcommand %q (want serve, healthcheck, token or help)", cmd)
 }
 
 // App is the wired service, built in one direction: settings, then
@@ -111,7 +116,11 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		return nil, err
 	}
 	closers = append(closers, app.Store.Close)
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit})
+	identities, err := cfg.JWT.Verifier()
+	if err != nil {
+		return nil, fmt.Errorf("platform tokens: %w", err)
+	}
+	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities})
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

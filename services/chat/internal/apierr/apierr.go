@@ -39,6 +39,9 @@ const (
 	FieldLimit      = "limit"               // the limit that was reached (409 reason limit)
 	FieldRetryAfter = "retry_after_seconds" // whole seconds to wait (429, 503), also the Retry-After header
 	FieldDetails    = "details"             // [{field, message}] (400, 422)
+	// FieldConsequence is what a refusing filter did to the sender (422):
+	// {action, penalty, until, strike, strikes_expire_at}.
+	FieldConsequence = "consequence"
 )
 
 // Answer is what a transport sends for a domain error.
@@ -80,7 +83,7 @@ const (
 //	not_found    404
 //	history_gone 410
 //	conflict     409 reason; limit when a quota was reached
-//	blocked      422 reason = filter kind; details on body.message
+//	blocked      422 reason = filter kind; details on body.message; consequence
 //	unprocessable 422 reason (an idempotency key used with another message)
 //	slow_mode    429 reason slow_mode or send_limit; retry_after_seconds, Retry-After
 //	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed,
@@ -136,6 +139,9 @@ func For(err error, in string) (Answer, bool) {
 	case chat.KindBlocked:
 		a.Status = http.StatusUnprocessableEntity
 		a.Details = []chat.FieldError{{Field: FieldPath(InBody, "message"), Message: a.Message + "; nothing was stored"}}
+		if de.Consequence != nil {
+			a.Extra[FieldConsequence] = de.Consequence
+		}
 	case chat.KindSlowMode:
 		a.Status = http.StatusTooManyRequests
 		if de.Reason == "" {

@@ -26,6 +26,10 @@ var samples = []error{
 	&chat.Error{Kind: chat.KindConflict, Reason: "name"},
 	chat.LimitReached(chat.QuotaCommands, 500),
 	&chat.Error{Kind: chat.KindBlocked, Reason: "links", Message: "message blocked by a links filter (f3)"},
+	&chat.Error{Kind: chat.KindBlocked, Reason: "blocked_term", Message: "message blocked by a blocked_term filter (f4); timeout",
+		Consequence: &chat.Consequence{Action: chat.ActionTimeout, Penalty: chat.PenaltyTimeout}},
+	&chat.Error{Kind: chat.KindForbidden, Reason: "account_too_new", Until: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
+	&chat.Error{Kind: chat.KindSlowMode, Reason: "unique_chat", RetryAfter: time.Second},
 	&chat.Error{Kind: chat.KindSlowMode, Reason: "slow_mode", RetryAfter: time.Second},
 	&chat.Error{Kind: chat.KindSlowMode, Reason: chat.ReasonSendLimit, RetryAfter: time.Second},
 	chat.Unavailable("send", errors.New("down")),
@@ -35,7 +39,7 @@ var samples = []error{
 }
 
 // vocabulary is every name an answer can add: body fields and headers.
-var vocabulary = []string{FieldReason, FieldUntil, FieldLimit, FieldRetryAfter, FieldDetails, "Retry-After", "WWW-Authenticate"}
+var vocabulary = []string{FieldReason, FieldUntil, FieldLimit, FieldRetryAfter, FieldDetails, FieldConsequence, "Retry-After", "WWW-Authenticate"}
 
 // names lists what an answer adds, by the README's words.
 func names(a Answer) []string {

@@ -26,7 +26,7 @@ import (
 )
 
 // failing is the memory engine with one failure to inject: the next
-// AppendMessage returns it, so Service.Send (the path both transports
+// AppendSent (a user's message) returns it, so Service.Send (the path both transports
 // take) ends with exactly that domain error.
 type failing struct {
 	chat.Store
@@ -36,7 +36,7 @@ type failing struct {
 
 func (f *failing) fail(err error) { f.mu.Lock(); f.next = err; f.mu.Unlock() }
 
-func (f *failing) AppendMessage(ctx context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
+func (f *failing) AppendSent(ctx context.Context, m chat.Message, once chat.Once, w chat.Watch, gates ...chat.Gate) (chat.Message, error) {
 	f.mu.Lock()
 	err := f.next
 	f.next = nil
@@ -44,7 +44,7 @@ func (f *failing) AppendMessage(ctx context.Context, m chat.Message, once chat.O
 	if err != nil {
 		return chat.Message{}, err
 	}
-	return f.Store.AppendMessage(ctx, m, once, gates...)
+	return f.Store.AppendSent(ctx, m, once, w, gates...)
 }
 
 // answer is one transport's answer, reduced to what both must agree on.

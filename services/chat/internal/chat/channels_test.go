@@ -309,3 +309,89 @@ func testChannelOwnersAreChannels(t *testing.T, e engine) {
 	// Platform-wide ones are no channel's.
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "!b", Response: "b"}))
 }
+
+// testChannelFilterActions: a channel's own filter acts in the channel's
+// scope (its ban, timeout and strikes hold there only), and the modes and
+// the review queue ask the role held in the channel.
+func testChannelFilterActions(t *testing.T, e engine) {
+	c := newCommunity(t, e, chat.Limits{})
+	add := func(in chat.FilterInput) {
+		t.Helper()
+		in.Channel = "alpha"
+		must[chat.Filter](t)(c.svc.CreateFilter(c.ctx, c.bob, in))
+	}
+	add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "alphaban", Action: chat.ActionBan})
+	add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "alphatimeout", Action: chat.ActionTimeout, TimeoutSeconds: 30})
+	add(chat.FilterInput{Kind: chat.FilterBlockedTerm, Pattern: "alphastrike", Action: chat.ActionStrike})
+
+	// ban: banned in alpha, not platform-wide; the event says so.
+	b := c.newUser("banme", chat.RoleViewer)
+	_, err := c.sendIn(b, "alpha", "alphaban")
+	consequence(t, err, chat.ActionBan, chat.PenaltyBan)
+	if u := must[chat.User](t)(c.svc.User(c.ctx, c.users[chat.RoleModerator], b.ID)); u.Banned {
+		t.Fatalf("a channel filter banned platform-wide: %+v", u)
+	}
+	if m := must[chat.Member](t)(c.svc.Member(c.ctx, b, "alpha")); !m.Standing.Banned || !strings.Contains(m.Standing.ModReason, "automod") {
+		t.Fatalf("standing in alpha after a ban filter = %+v", m.Standing)
+	}
+	_, err = c.sendIn(b, "alpha", "hello")
+	if e := wantKind(t, err, chat.KindForbidden); e.Reason != "banned" {
+		t.Fatalf("send in alpha after a ban filter: %+v", e)
+	}
+	c.mustSendIn(b, "beta", "alphaban is only a word here")
+	bans := c.events("alpha")[chat.EventUserBanned]
+	if len(bans) != 1 || bans[0].Moderation.Scope != chat.ScopeChannel || bans[0].Moderation.By.ID != chat.AutomodUser.ID {
+		t.Fatalf("ban events in alpha = %+v", bans)
+	}
+
+	// timeout: in alpha only, until now+30 s.
+	to := c.newUser("timeme", chat.RoleViewer)
+	_, err = c.sendIn(to, "alpha", "alphatimeout")
+	cq := consequence(t, err, chat.ActionTimeout, chat.PenaltyTimeout)
+	until := c.clock.Now().Add(30 * time.Second)
+	if cq.Until == nil || !cq.Until.Equal(until) {
+		t.Fatalf("until = %v, want %v", cq.Until, until)
+	}
+	if u := must[chat.User](t)(c.svc.User(c.ctx, c.users[chat.RoleModerator], to.ID)); u.TimedOutUntil != nil {
+		t.Fatalf("a channel filter timed out platform-wide: %+v", u)
+	}
+	_, err = c.sendIn(to, "alpha", "hello")
+	if e := wantKind(t, err, chat.KindForbidden); e.Reason != "timed_out" || !e.Until.Equal(until) {
+		t.Fatalf("send in alpha after a timeout filter: %+v", e)
+	}
+	c.mustSendIn(to, "beta", "fine")
+
+	// strike: the ladder in alpha; the third strike's timeout is alpha's.
+	s := c.newUser("strikeme", chat.RoleViewer)
+	_, err = c.sendIn(s, "alpha", "alphastrike")
+	if cq := consequence(t, err, chat.ActionStrike, chat.PenaltyWarn); cq.Strike != 1 {
+		t.Fatalf("strike 1 = %+v", cq)
+	}
+	_, err = c.sendIn(s, "alpha", "alphastrike")
+	if cq := consequence(t, err, chat.ActionStrike, chat.PenaltyTimeout); cq.Strike != 2 {
+		t.Fatalf("strike 2 = %+v", cq)
+	}
+	c.mustSendIn(s, "beta", "fine")
+
+	// A channel's VIP skips alpha's modes; a viewer's first message waits
+	// for review, which alpha's moderator (bob) gives, and only there.
+	vip := c.newUser("alphavip", chat.RoleViewer)
+	must[chat.Member](t)(c.svc.SetChannelRole(c.ctx, c.alice, "alpha", vip.ID, chat.RoleVIP))
+	must[chat.Channel](t)(c.svc.UpdateChannel(c.ctx, c.bob, "alpha", chat.ChannelPatch{FirstMessageReview: ptr(true)}))
+	if r := c.mustSendIn(vip, "alpha", "first"); r.Held != nil {
+		t.Fatalf("a channel VIP's first message was held: %+v", r.Held)
+	}
+	fresh := c.newUser("fresh", chat.RoleViewer)
+	r := c.mustSendIn(fresh, "alpha", "first")
+	if r.Held == nil {
+		t.Fatalf("a viewer's first message was not held: %+v", r)
+	}
+	_, err = c.svc.HeldMessages(c.ctx, c.bob, "beta")
+	wantKind(t, err, chat.KindForbidden)
+	_, err = c.svc.HeldMessages(c.ctx, vip, "alpha")
+	wantKind(t, err, chat.KindForbidden)
+	if hs := must[[]chat.HeldMessage](t)(c.svc.HeldMessages(c.ctx, c.bob, "alpha")); len(hs) != 1 || hs[0].ID != r.Held.ID {
+		t.Fatalf("alpha's queue = %+v", hs)
+	}
+	must[chat.Message](t)(c.svc.ApproveHeld(c.ctx, c.bob, "alpha", r.Held.ID))
+}

@@ -27,4 +27,5 @@ func TestRedisClusterEngine(t *testing.T) {
 	runSuite(t, e)
 	t.Run("TwoInstancesShareState", func(t *testing.T) { testTwoInstances(t, e) })
 	t.Run("ConcurrentCreatesMakeOneCommand", func(t *testing.T) { testConcurrentCreates(t, e) })
+	t.Run("RaidOnTwoReplicas", func(t *testing.T) { testRaidOnTwoReplicas(t, e) })
 }

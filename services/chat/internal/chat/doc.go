@@ -9,7 +9,7 @@
 // round trips to the store, not Redis's work (0.1-1 ms): while the replica's
 // CPU fans messages out, a goroutine waiting on a reply resumes only when
 // the scheduler gets to it, so every round trip can cost milliseconds
-// (issue 12; docs/benchmarks.md). So Send reads everything it needs before
+// (TestSendRoundTrips; docs/benchmarks.md). So Send reads everything it needs before
 // it writes in one Store.ReadForSend (one Redis pipeline), passes slow mode
 // in the same step as the append, and does not read again a user the
 // request in hand just authenticated (Sender: Fresh for HTTP, Held for a

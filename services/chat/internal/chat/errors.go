@@ -50,6 +50,8 @@ type Error struct {
 	// Reason is a short machine-readable cause, e.g. the filter kind that
 	// blocked a message, "banned" or "timed_out".
 	Reason string
+	// Consequence is what a refused message did to its sender (KindBlocked).
+	Consequence *Consequence
 	// Err is the underlying cause, kept for logs and errors.Is.
 	Err error
 }

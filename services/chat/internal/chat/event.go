@@ -14,6 +14,8 @@ const (
 	EventMessageDeleted EventType = "message_deleted"
 	EventUserTimedOut   EventType = "user_timed_out"
 	EventUserBanned     EventType = "user_banned"
+	// EventShieldMode: shield mode went on or off (Event.Shield).
+	EventShieldMode EventType = "shield_mode"
 )
 
 // Event is one entry of a channel's event log, in channel order.
@@ -25,6 +27,8 @@ type Event struct {
 	Message *Message `json:"message,omitempty"`
 	// Moderation describes a timeout or a ban.
 	Moderation *Moderation `json:"moderation,omitempty"`
+	// Shield is shield mode's change (shield_mode).
+	Shield *ShieldChange `json:"shield,omitempty"`
 }
 
 // Moderation is the payload of user_timed_out and user_banned.

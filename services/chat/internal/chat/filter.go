@@ -23,10 +23,16 @@ const (
 // FilterAction says what happens to a matching message.
 type FilterAction string
 
-// Filter actions.
+// Filter actions. Every action but mask refuses the message; timeout,
+// ban and strike also act on the sender (automod.go), hold puts the
+// message in the review queue (held.go).
 const (
-	ActionBlock FilterAction = "block"
-	ActionMask  FilterAction = "mask"
+	ActionBlock   FilterAction = "block"
+	ActionMask    FilterAction = "mask"
+	ActionTimeout FilterAction = "timeout"
+	ActionBan     FilterAction = "ban"
+	ActionHold    FilterAction = "hold"
+	ActionStrike  FilterAction = "strike"
 )
 
 // Filter limits.
@@ -53,8 +59,10 @@ type Filter struct {
 	Threshold int `json:"threshold,omitempty"`
 	// MinLength (caps) is the number of letters below which a message is
 	// never checked: "OK" is not shouting.
-	MinLength int       `json:"min_length,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	MinLength int `json:"min_length,omitempty"`
+	// TimeoutSeconds (timeout) is how long a sender is timed out.
+	TimeoutSeconds int       `json:"timeout_seconds,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 // FilterInput creates a filter; zero values take their defaults.
@@ -67,6 +75,9 @@ type FilterInput struct {
 	MinRole   Role         `json:"min_role,omitempty"`
 	Threshold int          `json:"threshold,omitempty"`
 	MinLength int          `json:"min_length,omitempty"`
+	// TimeoutSeconds (action timeout): 1..MaxTimeoutSeconds, default
+	// DefaultFilterTimeoutSeconds.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 }
 
 // compiledFilter is a filter ready to run; compiled once per filter.
@@ -327,13 +338,16 @@ func capsSpans(nt *normText, threshold, minLen int) []span {
 
 // filterOutcome is what the filters made of a message.
 type filterOutcome struct {
-	text    string
+	text string
+	// blocked is the first matching filter whose action refuses the
+	// message (every action but mask).
 	blocked *Filter
 }
 
 // applyFilters folds the text once and runs every filter that applies to
 // role, in order, on that one folding: each filter sees the message as
-// sent. A block wins at once; masks accumulate. Caps masking lowers the
+// sent. A refusing action (block, timeout, ban, hold, strike) wins at
+// once; masks accumulate. Caps masking lowers the
 // case instead of starring the whole message out.
 func applyFilters(text string, role Role, filters []*compiledFilter) filterOutcome {
 	var nt *normText
@@ -351,7 +365,7 @@ func applyFilters(text string, role Role, filters []*compiledFilter) filterOutco
 		if len(spans) == 0 {
 			continue
 		}
-		if f.Action == ActionBlock {
+		if f.Action != ActionMask {
 			ff := f.Filter
 			return filterOutcome{text: text, blocked: &ff}
 		}
@@ -386,8 +400,21 @@ func newFilter(in FilterInput, now time.Time) (Filter, *compiledFilter, error) {
 	if f.Action == "" {
 		f.Action = ActionBlock
 	}
-	if f.Action != ActionBlock && f.Action != ActionMask {
-		v.add("action", "must be block or mask")
+	switch f.Action {
+	case ActionTimeout:
+		f.TimeoutSeconds = in.TimeoutSeconds
+		if f.TimeoutSeconds == 0 {
+			f.TimeoutSeconds = DefaultFilterTimeoutSeconds
+		}
+		if f.TimeoutSeconds < 1 || f.TimeoutSeconds > MaxTimeoutSeconds {
+			v.add("timeout_seconds", "must be 1..%d", MaxTimeoutSeconds)
+		}
+	case ActionBlock, ActionMask, ActionBan, ActionHold, ActionStrike:
+		if in.TimeoutSeconds != 0 {
+			v.add("timeout_seconds", "only for action timeout")
+		}
+	default:
+		v.add("action", "must be block, mask, timeout, ban, hold or strike")
 	}
 	if f.MinRole == "" {
 		f.MinRole = MinRoleFor(ActionBypassFilters)

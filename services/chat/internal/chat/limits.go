@@ -75,6 +75,7 @@ var quotaText = map[Quota]struct{ variable, then string }{
 	QuotaCommands:     {"CHAT_MAX_COMMANDS", "delete a command first"},
 	QuotaChannels:     {"CHAT_MAX_CHANNELS", "use an existing channel"},
 	QuotaChannelRoles: {"CHAT_MAX_CHANNEL_ROLES", "take a role back first"},
+	QuotaHeld:         {"per channel, fixed", "wait for a moderator to review the queue"},
 }
 
 // LimitReached is what engines return when creating one more would pass

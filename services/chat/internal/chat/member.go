@@ -102,6 +102,16 @@ func (s *Service) requireIn(m Member, a Action) error {
 	return nil
 }
 
+// requireHere is requireIn for actor in channel (normalised): its role
+// there is read first.
+func (s *Service) requireHere(ctx context.Context, actor User, channel string, a Action) error {
+	m, err := s.Member(ctx, actor, channel)
+	if err != nil {
+		return err
+	}
+	return s.requireIn(m, a)
+}
+
 // requireOnIn is requireOn inside a channel: both roles are the ones held
 // there.
 func (s *Service) requireOnIn(actor Member, a Action, target Member) error {

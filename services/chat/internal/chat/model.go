@@ -78,10 +78,27 @@ func (m Message) Tombstone(t time.Time) Message {
 }
 
 // Channel holds a channel's settings. Channels exist implicitly: any valid
-// name can be read or written, with default settings until changed.
+// name can be read or written, with default settings until changed. The
+// modes (modes.go) are what moderators set; ShieldUntil is the automatic
+// shield's state, which only the engine's raid watch and SwitchShield write.
 type Channel struct {
-	Name            string `json:"name"`
-	SlowModeSeconds int    `json:"slow_mode_seconds"`
+	Name                 string `json:"name"`
+	SlowModeSeconds      int    `json:"slow_mode_seconds"`
+	FirstMessageReview   bool   `json:"first_message_review"`
+	MinAccountAgeSeconds int    `json:"min_account_age_seconds"`
+	UniqueChat           bool   `json:"unique_chat"`
+	// Shield is shield mode switched on by a moderator.
+	Shield     bool `json:"shield"`
+	AutoShield bool `json:"auto_shield"`
+	// AutoShieldFirstChatters is the raid watch's threshold: that many
+	// first-time chatters within AutoShieldWindow turn the shield on (0:
+	// DefaultAutoShieldFirstChatters).
+	AutoShieldFirstChatters int `json:"auto_shield_first_chatters"`
+	// ShieldQuietSeconds is how long an automatic shield stays on after
+	// the last trip (0: DefaultShieldQuietSeconds).
+	ShieldQuietSeconds int `json:"shield_quiet_seconds"`
+	// ShieldUntil is the end of an automatic shield (nil or past: off).
+	ShieldUntil *time.Time `json:"shield_until,omitempty"`
 }
 
 // MaxSlowModeSeconds bounds slow mode (Twitch allows up to 120 s).

@@ -26,6 +26,8 @@ const (
 	ActionManageUsers     Action = "manage_users"
 	ActionChangeRoles     Action = "change_roles"
 	ActionNameBroadcaster Action = "name_channel_broadcaster"
+	ActionBypassChatModes Action = "bypass_chat_modes"
+	ActionReviewHeld      Action = "review_held_messages"
 )
 
 // Target says whether an action on another user also needs the actor to
@@ -76,7 +78,9 @@ var PermissionTable = []Permission{
 	{ActionBypassCooldowns, RoleModerator, TargetNone, InChannel, "Trigger bot commands during their cooldowns"},
 	{ActionManageCommands, RoleModerator, TargetNone, InChannelOrPlatform, "Create, change and delete bot commands"},
 	{ActionManageFilters, RoleModerator, TargetNone, InChannelOrPlatform, "List, create and delete filters"},
-	{ActionManageChannel, RoleModerator, TargetNone, InChannel, "Change channel settings (slow mode)"},
+	{ActionBypassChatModes, RoleVIP, TargetNone, InChannel, "Not checked by channel modes: first-message review, minimum account age, unique chat, shield mode; not counted by the raid watch"},
+	{ActionManageChannel, RoleModerator, TargetNone, InChannel, "Change channel settings: slow mode, the modes, shield mode on or off"},
+	{ActionReviewHeld, RoleModerator, TargetNone, InChannel, "List the review queue, approve and deny held messages"},
 	{ActionDeleteMessages, RoleModerator, TargetBelow, InChannel, "Delete messages (tombstone); own messages and bot replies too"},
 	{ActionTimeoutUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Time users out (1 s to 14 days)"},
 	{ActionBanUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Ban and unban users"},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apistack/platform/libs/apiserver/jwtauth"
 )
 
 // Options configure a Service.
@@ -23,6 +25,9 @@ type Options struct {
 	Limits Limits
 	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
 	SendLimit SendLimit
+	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
+	// CHAT_JWKS_URL); nil accepts chat tokens only.
+	Identities *jwtauth.Verifier
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -36,9 +41,10 @@ type Service struct {
 	publicRead bool
 	log        *slog.Logger
 
-	limits    Limits
-	sendLimit SendLimit
-	claimed   claimedChannels
+	limits     Limits
+	sendLimit  SendLimit
+	claimed    claimedChannels
+	identities *jwtauth.Verifier
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
@@ -53,7 +59,7 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{}}
 }
 
 // Limits returns the limits in force.
@@ -71,6 +77,10 @@ func (s *Service) claimChannel(ctx context.Context, name string) error {
 	s.claimed.add(name, s.limits.Channels)
 	return nil
 }
+
+// Now is the service's clock (UTC, milliseconds): what "now" is for
+// the modes and the shield a transport shows.
+func (s *Service) Now() time.Time { return s.clock() }
 
 // Events is the channel event log live delivery reads.
 func (s *Service) Events() EventLog { return s.store }

@@ -13,10 +13,18 @@ import (
 // they all wait the same.
 const AuthTimeout = 2 * time.Second
 
-// Authenticate returns the user owning a bearer token. A missing or unknown
-// token (a deleted user's too: its token goes with it) is Unauthorized; a
-// store that cannot answer within AuthTimeout is Unavailable.
+// Authenticate returns the user a bearer token names: a chat token's
+// owner, or a platform token's user (AuthenticateSession). A missing or
+// unknown token (a deleted user's too: its token goes with it), an
+// invalid or expired platform token is Unauthorized; a store that cannot
+// answer within AuthTimeout is Unavailable.
 func (s *Service) Authenticate(ctx context.Context, token string) (User, error) {
+	ss, err := s.AuthenticateSession(ctx, token)
+	return ss.User, err
+}
+
+// authenticateLocal returns the user owning a chat token.
+func (s *Service) authenticateLocal(ctx context.Context, token string) (User, error) {
 	if token == "" {
 		return User{}, &Error{Kind: KindUnauthorized, Message: "missing bearer token"}
 	}

@@ -5,9 +5,16 @@ import (
 	"fmt"
 )
 
-// ChannelPatch changes channel settings.
+// ChannelPatch changes channel settings; nil leaves a field alone.
 type ChannelPatch struct {
-	SlowModeSeconds *int `json:"slow_mode_seconds,omitempty"`
+	SlowModeSeconds         *int  `json:"slow_mode_seconds,omitempty"`
+	FirstMessageReview      *bool `json:"first_message_review,omitempty"`
+	MinAccountAgeSeconds    *int  `json:"min_account_age_seconds,omitempty"`
+	UniqueChat              *bool `json:"unique_chat,omitempty"`
+	Shield                  *bool `json:"shield,omitempty"`
+	AutoShield              *bool `json:"auto_shield,omitempty"`
+	AutoShieldFirstChatters *int  `json:"auto_shield_first_chatters,omitempty"`
+	ShieldQuietSeconds      *int  `json:"shield_quiet_seconds,omitempty"`
 }
 
 // Channel returns a channel's settings.
@@ -26,7 +33,10 @@ func (s *Service) Channel(ctx context.Context, actor *User, name string) (Channe
 	return c, nil
 }
 
-// UpdateChannel changes a channel's settings (moderators).
+// UpdateChannel changes a channel's settings (moderators). Switching
+// shield mode is announced in the channel (shield_mode); switching it off
+// also ends an automatic shield and keeps the raid watch quiet for the
+// channel's quiet period: the moderator's word wins.
 func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p ChannelPatch) (Channel, error) {
 	name, err := NormalizeChannel(name)
 	if err != nil {
@@ -43,17 +53,55 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 	if err != nil {
 		return Channel{}, fmt.Errorf("channel %s: %w", name, err)
 	}
-	if p.SlowModeSeconds != nil {
-		if *p.SlowModeSeconds < 0 || *p.SlowModeSeconds > MaxSlowModeSeconds {
-			return Channel{}, Invalid("slow_mode_seconds", fmt.Sprintf("must be 0..%d", MaxSlowModeSeconds))
+	var v validation
+	setInt := func(dst *int, p *int, field string, lo, hi int) {
+		if p == nil {
+			return
 		}
-		c.SlowModeSeconds = *p.SlowModeSeconds
+		if *p < lo || *p > hi {
+			v.add(field, "must be %d..%d", lo, hi)
+			return
+		}
+		*dst = *p
+	}
+	setBool := func(dst *bool, p *bool) {
+		if p != nil {
+			*dst = *p
+		}
+	}
+	setInt(&c.SlowModeSeconds, p.SlowModeSeconds, "slow_mode_seconds", 0, MaxSlowModeSeconds)
+	setInt(&c.MinAccountAgeSeconds, p.MinAccountAgeSeconds, "min_account_age_seconds", 0, MaxMinAccountAgeSeconds)
+	setInt(&c.AutoShieldFirstChatters, p.AutoShieldFirstChatters, "auto_shield_first_chatters", 0, MaxAutoShieldFirstChatters)
+	if p.ShieldQuietSeconds != nil && *p.ShieldQuietSeconds != 0 {
+		setInt(&c.ShieldQuietSeconds, p.ShieldQuietSeconds, "shield_quiet_seconds", MinShieldQuietSeconds, MaxShieldQuietSeconds)
+	} else if p.ShieldQuietSeconds != nil {
+		c.ShieldQuietSeconds = 0
+	}
+	setBool(&c.FirstMessageReview, p.FirstMessageReview)
+	setBool(&c.UniqueChat, p.UniqueChat)
+	setBool(&c.AutoShield, p.AutoShield)
+	if err := v.err(); err != nil {
+		return Channel{}, err
 	}
 	if err := s.claimChannel(ctx, name); err != nil {
 		return Channel{}, err
 	}
 	if err := s.store.SaveChannel(ctx, c); err != nil {
 		return Channel{}, fmt.Errorf("channel %s: save: %w", name, err)
+	}
+	if p.Shield != nil {
+		now := s.clock()
+		sw := ShieldSwitch{On: *p.Shield, Event: Event{Type: EventShieldMode, Channel: name,
+			Shield: &ShieldChange{On: *p.Shield, By: actor.Ref(), At: now}}}
+		if !sw.On {
+			sw.HoldOff = now.Add(c.shieldQuiet())
+		}
+		if err := s.store.SwitchShield(ctx, name, sw); err != nil {
+			return Channel{}, fmt.Errorf("channel %s: shield: %w", name, err)
+		}
+	}
+	if c, err = s.store.Channel(ctx, name); err != nil {
+		return Channel{}, fmt.Errorf("channel %s: %w", name, err)
 	}
 	return c, nil
 }

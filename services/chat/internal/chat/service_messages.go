@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,9 @@ type SendResult struct {
 	// Replayed says the result is an earlier send's, found by its
 	// idempotency key: this call stored nothing.
 	Replayed bool `json:"-"`
+	// Held, when set, is the message held for review: nothing was stored
+	// and Message is empty.
+	Held *HeldMessage `json:"held,omitempty"`
 }
 
 // Send runs every rule on a message and stores it: the send limit,
@@ -75,10 +79,13 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 		reads.CountUser, reads.Limit = u.ID, s.sendLimit
 	}
 	// A held sender's role may have changed: read the settings whatever it
-	// was. A role given in the channel is not known yet: the platform-wide
-	// one decides (a channel's VIP has the settings read for nothing).
-	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) {
-		reads.Channel = channel
+	// was. The modes need them, whether the sender has chatted here, and
+	// unique chat's gate for this text: all in the same round trip. A role
+	// given in the channel is not known yet: the platform-wide one decides
+	// (a channel's VIP has them read for nothing).
+	if !from.current() || !Allowed(u.Role, ActionBypassSlowMode) || !Allowed(u.Role, ActionBypassChatModes) {
+		reads.Channel, reads.Chatter = channel, u.ID
+		reads.Unique = uniqueGate(channel, u.ID, in.Message)
 	}
 	// A message that looks like a command has its command read now too;
 	// runCommand uses it if filters left the trigger as it was.
@@ -127,28 +134,66 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if err := errors.Join(st.FiltersErr, st.ChannelFiltersErr); err != nil {
 		return SendResult{}, fmt.Errorf("send: load filters: %w", err)
 	}
+	var modes Modes
+	checkModes := !Allowed(role, ActionBypassChatModes)
+	if checkModes || !Allowed(role, ActionBypassSlowMode) {
+		if st.ChannelErr != nil {
+			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
+		}
+		modes = st.Channel.Modes(now)
+	}
+	if checkModes {
+		if err := checkAccountAge(u, modes, now); err != nil {
+			return SendResult{}, err
+		}
+		if st.ChatterErr != nil {
+			return SendResult{}, fmt.Errorf("send: read chatter: %w", st.ChatterErr)
+		}
+	}
+	// A first-time chatter (never sent here) is what the raid watch
+	// counts, on the step that stores or holds the message.
+	watch := Watch{Chatter: u.ID}
+	if checkModes && !st.Chatter {
+		watch.Raid = raidFor(st.Channel, channel, now)
+	}
 	out := applyFilters(text, role, s.compiledFilters(ctx, st.Filters, st.ChannelFilters))
-	if out.blocked != nil {
-		return SendResult{}, &Error{Kind: KindBlocked, Reason: string(out.blocked.Kind),
-			Message: fmt.Sprintf("message blocked by a %s filter (%s)", out.blocked.Kind, out.blocked.ID)}
+	if f := out.blocked; f != nil {
+		if f.Action == ActionHold {
+			return s.hold(ctx, member, text, HeldByFilter, f.ID, now, watch)
+		}
+		return SendResult{}, s.refuse(ctx, member, f, now)
+	}
+	if checkModes && modes.UniqueChat {
+		if st.UniqueErr != nil {
+			return SendResult{}, fmt.Errorf("send: unique chat: %w", st.UniqueErr)
+		}
+		if st.UniqueWait > 0 {
+			return SendResult{}, uniqueRefused(st.UniqueWait)
+		}
+	}
+	if checkModes && modes.FirstMessageReview && !st.Chatter {
+		return s.hold(ctx, member, text, HeldFirstMessage, "", now, watch)
 	}
 	if err := s.claimChannel(ctx, channel); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
-	// Slow mode is a gate passed in the same step as the append: a message
-	// refused by it stores nothing, and one stored has closed it.
+	// Slow mode and unique chat are gates passed in the same step as the
+	// append: a message refused by one stores nothing, and one stored has
+	// closed them.
 	var gates []Gate
-	if !Allowed(role, ActionBypassSlowMode) {
-		if st.ChannelErr != nil {
-			return SendResult{}, fmt.Errorf("send: channel settings: %w", st.ChannelErr)
-		}
-		if st.Channel.SlowModeSeconds > 0 {
-			gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(st.Channel.SlowModeSeconds) * time.Second})
-		}
+	slow := !Allowed(role, ActionBypassSlowMode) && modes.SlowModeSeconds > 0
+	if slow {
+		gates = append(gates, Gate{Channel: channel, Key: "slow:" + u.ID, For: time.Duration(modes.SlowModeSeconds) * time.Second})
 	}
-	m, err := s.store.AppendMessage(ctx, Message{Channel: channel, User: member.Ref(), Text: out.text, CreatedAt: now}, once, gates...)
+	if checkModes && modes.UniqueChat {
+		gates = append(gates, reads.Unique)
+	}
+	m, err := s.store.AppendSent(ctx, Message{Channel: channel, User: member.Ref(), Text: out.text, CreatedAt: now}, once, watch, gates...)
 	var closed *Error
 	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
+		if !slow {
+			return SendResult{}, uniqueRefused(closed.RetryAfter)
+		}
 		return SendResult{}, &Error{Kind: KindSlowMode, RetryAfter: closed.RetryAfter, Reason: "slow_mode",
 			Message: fmt.Sprintf("slow mode is on: wait %s", roundUpSecond(closed.RetryAfter))}
 	}
@@ -167,6 +212,34 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	}
 	res.Reply = reply
 	return res, nil
+}
+
+// uniqueGate is unique chat's gate for a sender and a text: closed for
+// UniqueChatWindow once the text is stored. Case and surrounding spaces
+// do not make a text new.
+func uniqueGate(channel, user, text string) Gate {
+	return Gate{Channel: channel, Key: "uniq:" + user + ":" + fingerprint(strings.ToLower(strings.TrimSpace(text))), For: UniqueChatWindow}
+}
+
+func uniqueRefused(wait time.Duration) error {
+	return &Error{Kind: KindSlowMode, RetryAfter: wait, Reason: "unique_chat",
+		Message: fmt.Sprintf("unique chat is on: you sent this message less than %s ago", UniqueChatWindow)}
+}
+
+// checkAccountAge refuses an account younger than the channel's minimum
+// (users are created, or provisioned on first sight, at CreatedAt),
+// saying when it may send.
+func checkAccountAge(u User, m Modes, now time.Time) error {
+	if m.MinAccountAgeSeconds <= 0 {
+		return nil
+	}
+	from := u.CreatedAt.Add(time.Duration(m.MinAccountAgeSeconds) * time.Second)
+	if !from.After(now) {
+		return nil
+	}
+	return &Error{Kind: KindForbidden, Reason: "account_too_new", Until: from,
+		Message: fmt.Sprintf("this channel needs accounts older than %s to send: you may send from %s",
+			time.Duration(m.MinAccountAgeSeconds)*time.Second, from.UTC().Format(time.RFC3339))}
 }
 
 // replay answers a send whose idempotency key found rec: the first send's

@@ -25,6 +25,11 @@ type Store interface {
 	// message (and once.Fingerprint) is recorded there in the same step,
 	// kept for once.For.
 	AppendMessage(ctx context.Context, m Message, once Once, gates ...Gate) (Message, error)
+	// AppendSent is AppendMessage for a user's message, which also tells
+	// the channel what w says (Watch: the sender becomes a chatter of the
+	// channel; the raid watch counts a first-time chatter and may turn
+	// shield mode on), in the same step.
+	AppendSent(ctx context.Context, m Message, once Once, w Watch, gates ...Gate) (Message, error)
 	// Messages returns one page of a channel, oldest first, tombstones included.
 	Messages(ctx context.Context, channel string, p Page) ([]Message, error)
 	// Message returns one message (NotFound if unknown or trimmed).
@@ -34,6 +39,30 @@ type Store interface {
 	// appends nothing.
 	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (Message, error)
 
+	// Punish applies a filter hit's consequence (see Punish) in one step:
+	// with p.Strike it counts a strike of p.User in p.Channel, forgetting
+	// strikes older than StrikeExpiry, and applies the ladder's step for
+	// the count; it changes the user (a timeout, a ban, the reason) if it
+	// still holds p.IfRole (Conflict otherwise, NotFound when gone) and
+	// appends the step's event, as UpdateUser does.
+	Punish(ctx context.Context, p Punish) (Punishment, error)
+
+	// HoldMessage assigns the next held id of h.Channel and keeps h until
+	// h.ExpiresAt, unless max held messages of the channel are waiting
+	// (LimitReached(QuotaHeld, max)), and runs w's raid watch, at once.
+	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch) (HeldMessage, error)
+	// HeldMessages returns the channel's held messages not expired at
+	// now, oldest first.
+	HeldMessages(ctx context.Context, channel string, now time.Time) ([]HeldMessage, error)
+	// HeldMessage returns one (NotFound when denied, approved or expired).
+	HeldMessage(ctx context.Context, channel string, id int64, now time.Time) (HeldMessage, error)
+	// DropHeld removes one (NotFound when it is not there).
+	DropHeld(ctx context.Context, channel string, id int64) error
+	// SwitchShield sets the channel's Shield to sw.On, and switching off
+	// ends an automatic shield and keeps the raid watch from tripping
+	// until sw.HoldOff; sw.Event is appended in the same step.
+	SwitchShield(ctx context.Context, channel string, sw ShieldSwitch) error
+
 	// ClaimChannel records that the channel exists before anything is
 	// written to it: claiming a claimed channel succeeds; a new one fails
 	// with LimitReached(QuotaChannels, max) once max channels exist (max
@@ -41,6 +70,8 @@ type Store interface {
 	ClaimChannel(ctx context.Context, name string, max int) error
 	// Channel returns the settings of a channel (defaults when never set).
 	Channel(ctx context.Context, name string) (Channel, error)
+	// SaveChannel saves what a moderator sets; Shield and ShieldUntil
+	// are SwitchShield's and the raid watch's, and stay as they are.
 	SaveChannel(ctx context.Context, c Channel) error
 
 	// CreateUser stores a new user; Conflict (Reason "name" or "token") when
@@ -48,6 +79,13 @@ type Store interface {
 	CreateUser(ctx context.Context, u User) error
 	User(ctx context.Context, id string) (User, error)
 	UserByTokenHash(ctx context.Context, hash string) (User, error)
+	// ProvisionUser creates the platform user u (no token) or, when a user
+	// with u.ID exists, names it again, in one atomic step: the user takes
+	// the first of names that nobody else holds (case-insensitively; its
+	// own name counts as free) and is returned. An existing user for whom
+	// none is free keeps its name; a new one is Conflict (Reason "name").
+	// Nothing else of an existing user changes.
+	ProvisionUser(ctx context.Context, u User, names []string) (User, error)
 	Users(ctx context.Context) ([]User, error)
 	// UpdateUser applies p if the user still holds ifRole (Conflict
 	// otherwise, so a check made on a stale role is never acted on) and, when
@@ -139,12 +177,19 @@ type Gate struct {
 // another, so an engine asks for them together: on a replica whose CPU is
 // busy delivering, each sequential round trip waits for the Go scheduler to
 // notice the reply (milliseconds), and a send costs what its round trips
-// cost (docs/benchmarks.md, issue 12). Filters are always read.
+// cost (TestSendRoundTrips; docs/benchmarks.md). Filters are always read.
 type SendReads struct {
 	// User, when not empty, is read again (a Held sender).
 	User string
-	// Channel, when not empty, has its settings read (for slow mode).
+	// Channel, when not empty, has its settings read (slow mode, the
+	// modes, the automatic shield's state).
 	Channel string
+	// Chatter, when not empty (with Channel), is asked whether it has
+	// sent in Channel before (SendState.Chatter).
+	Chatter string
+	// Unique, when its Key is set, is a gate whose wait is read
+	// (SendState.UniqueWait) without passing it: unique chat.
+	Unique Gate
 	// CountUser, when not empty, has one message counted against Limit
 	// with GCRA (Limit.Max at once, then Limit.Max per Limit.Window): the
 	// answer is 0 when it may go, or how long to wait; a refused message
@@ -191,6 +236,12 @@ type SendState struct {
 	StandingErr error
 	Channel     Channel
 	ChannelErr  error
+	// Chatter: SendReads.Chatter has sent in the channel before.
+	Chatter    bool
+	ChatterErr error
+	// UniqueWait is how long SendReads.Unique stays closed (0: open).
+	UniqueWait time.Duration
+	UniqueErr  error
 	// SendWait is the count's answer: 0 when the message may go.
 	SendWait time.Duration
 	CountErr error

@@ -162,6 +162,7 @@ func TestRedisEngine(t *testing.T) {
 	t.Run("TwoInstancesShareState", func(t *testing.T) { testTwoInstances(t, redisEngine(srv)) })
 	t.Run("ConcurrentCreatesMakeOneCommand", func(t *testing.T) { testConcurrentCreates(t, redisEngine(srv)) })
 	t.Run("StoppedRedisIsUnavailable", func(t *testing.T) { testUnavailable(t) })
+	t.Run("RaidOnTwoReplicas", func(t *testing.T) { testRaidOnTwoReplicas(t, redisEngine(srv)) })
 }
 
 func runSuite(t *testing.T, e engine) {
@@ -189,6 +190,7 @@ func runSuite(t *testing.T, e engine) {
 		{"Commands", testCommands},
 		{"CommandCooldownsAndLevels", testCommandCooldowns},
 		{"Users", testUsers},
+		{"PlatformUsers", testPlatformUsers},
 		{"BootstrapIsIdempotent", testBootstrap},
 		{"EventLog", testEventLog},
 		{"HistoryWindow", testHistoryWindow},
@@ -200,6 +202,11 @@ func runSuite(t *testing.T, e engine) {
 		{"ChannelModeration", testChannelModeration},
 		{"ChannelCommandsAndFilters", testChannelCommandsAndFilters},
 		{"ChannelOwnersAreChannels", testChannelOwnersAreChannels},
+		{"ChannelFilterActions", testChannelFilterActions},
+		{"FilterActions", testFilterActions},
+		{"Hold", testHold},
+		{"ChannelModes", testChannelModes},
+		{"AutoShield", testAutoShield},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })

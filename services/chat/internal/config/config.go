@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/jwtauth"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
@@ -29,6 +31,10 @@ const maxLimit = 100_000
 // Kubernetes base, the docs, the production secrets example): anyone may know them, so
 // production refuses them.
 var placeholderTokens = []string{"dev-admin-token-change-me", "replace-with-a-long-random-token"}
+
+// placeholderJWTSecrets are the CHAT_JWT_SECRET values the repository
+// publishes (compose, the docs): production refuses them.
+var placeholderJWTSecrets = []string{"dev-jwt-secret-change-me-0123456789abcdef"}
 
 // maxWriters bounds CHAT_WS_WRITERS: more writers than cores only take
 // the Ps the network poller needs.
@@ -58,6 +64,62 @@ type Config struct {
 	// Writers is CHAT_WS_WRITERS, the goroutines that write to sockets
 	// (realtime.Options.Writers; zero: realtime.DefaultWriters).
 	Writers int
+	// JWT is the platform identity: CHAT_JWT_SECRET, CHAT_JWKS_URL,
+	// CHAT_JWT_ISSUER and CHAT_JWT_AUDIENCE. Without a secret and a JWKS
+	// URL, only chat's own tokens are accepted.
+	JWT JWT
+	// EmbedOrigins are CHAT_EMBED_ORIGINS: the sites that may frame the
+	// chat page and hand it a token by postMessage (web.Options).
+	EmbedOrigins []string
+}
+
+// JWT configures platform tokens (jwtauth).
+type JWT struct {
+	Secret   string
+	JWKSURL  string
+	Issuer   string
+	Audience string
+}
+
+// Enabled reports whether platform tokens are accepted.
+func (j JWT) Enabled() bool { return j.Secret != "" || j.JWKSURL != "" }
+
+// Verifier returns the verifier of these settings, nil when disabled.
+func (j JWT) Verifier() (*jwtauth.Verifier, error) {
+	if !j.Enabled() {
+		return nil, nil
+	}
+	return jwtauth.New(jwtauth.Config{Secret: []byte(j.Secret), JWKSURL: j.JWKSURL, Issuer: j.Issuer, Audience: j.Audience})
+}
+
+// loadJWT reads the CHAT_JWT_* settings; bad reports each wrong one.
+func loadJWT(getenv func(string) string, production bool, bad func(name, value, want string)) JWT {
+	j := JWT{Secret: getenv("CHAT_JWT_SECRET"), JWKSURL: strings.TrimSpace(getenv("CHAT_JWKS_URL")),
+		Issuer: strings.TrimSpace(getenv("CHAT_JWT_ISSUER")), Audience: strings.TrimSpace(getenv("CHAT_JWT_AUDIENCE"))}
+	switch {
+	case j.Secret == "":
+	case len(j.Secret) < jwtauth.MinSecretBytes:
+		bad("CHAT_JWT_SECRET", "***", fmt.Sprintf("want at least %d bytes (openssl rand -hex 32)", jwtauth.MinSecretBytes))
+	case production && slices.Contains(placeholderJWTSecrets, j.Secret):
+		bad("CHAT_JWT_SECRET", "***", "a placeholder published in this repository: set a random secret in production (openssl rand -hex 32)")
+	}
+	if j.JWKSURL != "" {
+		u, err := url.Parse(j.JWKSURL)
+		switch {
+		case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+			bad("CHAT_JWKS_URL", j.JWKSURL, "want an http(s) URL")
+		case production && u.Scheme != "https":
+			bad("CHAT_JWKS_URL", j.JWKSURL, "want https in production: keys fetched in clear text can be swapped")
+		}
+	}
+	if !j.Enabled() && (j.Issuer != "" || j.Audience != "") {
+		errName := "CHAT_JWT_ISSUER"
+		if j.Issuer == "" {
+			errName = "CHAT_JWT_AUDIENCE"
+		}
+		bad(errName, getenv(errName), "set CHAT_JWT_SECRET or CHAT_JWKS_URL too, or nothing checks it")
+	}
+	return j
 }
 
 // Production reports whether NODE_ENV/APP_ENV say production.
@@ -88,7 +150,33 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("ws_max_sockets_per_net", c.Sockets.MaxSocketsPerNet),
 		slog.Int("ws_ipv4_net_prefix", c.Sockets.IPv4NetPrefix), slog.Int("ws_ipv6_net_prefix", c.Sockets.IPv6NetPrefix),
 		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
+		slog.String("jwt_secret", mask(c.JWT.Secret)), slog.String("jwks_url", c.JWT.JWKSURL),
+		slog.String("jwt_issuer", c.JWT.Issuer), slog.String("jwt_audience", c.JWT.Audience),
+		slog.Any("embed_origins", c.EmbedOrigins),
 	)
+}
+
+// parseOrigins reads a comma list of web origins: scheme://host[:port],
+// nothing more, as browsers report event.origin.
+func parseOrigins(v string) ([]string, error) {
+	var out []string
+	for o := range strings.SplitSeq(v, ",") {
+		o = strings.TrimSpace(o)
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return nil, fmt.Errorf("want a comma list of origins like https://example.com, got %q", o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// mask shows whether a secret is set, never the secret.
+func mask(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "***"
 }
 
 // wsWriters is the number of socket writers the process runs.
@@ -168,6 +256,14 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("CHAT_WS_WRITERS", v, fmt.Sprintf("want a number of socket writers 1..%d, or 0 for the default (GOMAXPROCS-1, at least 1)", maxWriters))
 		}
 		c.Writers = n
+	}
+	c.JWT = loadJWT(getenv, c.Production(), bad)
+	if v := getenv("CHAT_EMBED_ORIGINS"); v != "" {
+		origins, err := parseOrigins(v)
+		if err != nil {
+			bad("CHAT_EMBED_ORIGINS", v, err.Error())
+		}
+		c.EmbedOrigins = origins
 	}
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {

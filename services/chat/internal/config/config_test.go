@@ -241,3 +241,64 @@ func TestSocketLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestJWTSettings(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	c, err := Load(envOf(map[string]string{"CHAT_JWT_SECRET": secret, "CHAT_JWKS_URL": "https://id.example/jwks.json", "CHAT_JWT_ISSUER": "https://id.example", "CHAT_JWT_AUDIENCE": "chat"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.JWT != (JWT{Secret: secret, JWKSURL: "https://id.example/jwks.json", Issuer: "https://id.example", Audience: "chat"}) {
+		t.Fatalf("JWT %+v", c.JWT)
+	}
+	if v, err := c.JWT.Verifier(); v == nil || err != nil {
+		t.Fatalf("verifier %v %v", v, err)
+	}
+	if c, err := Load(envOf(nil)); err != nil || c.JWT.Enabled() {
+		t.Fatalf("unset: %+v %v", c.JWT, err)
+	}
+	for _, env := range []map[string]string{
+		{"CHAT_JWT_SECRET": secret[:31]},
+		{"CHAT_JWKS_URL": "ftp://id.example/keys"},
+		{"CHAT_JWKS_URL": "not a url"},
+		{"CHAT_JWT_ISSUER": "https://id.example"},
+		{"CHAT_JWT_AUDIENCE": "chat"},
+		{"NODE_ENV": "production", "CHAT_ADMIN_TOKEN": "0123456789abcdef", "CHAT_JWKS_URL": "http://id.example/keys"},
+		{"NODE_ENV": "production", "CHAT_ADMIN_TOKEN": "0123456789abcdef", "CHAT_JWT_SECRET": placeholderJWTSecrets[0]},
+	} {
+		var name string
+		for k := range env {
+			if strings.HasPrefix(k, "CHAT_J") {
+				name = k
+			}
+		}
+		_, err := Load(envOf(env))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%v: err = %v; want it to name %s", env, err, name)
+		}
+		if err != nil && strings.Contains(err.Error(), "0123456789abcdef0123") {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+	if _, err := Load(envOf(map[string]string{"CHAT_JWT_SECRET": placeholderJWTSecrets[0]})); err != nil {
+		t.Errorf("the placeholder in development: %v", err)
+	}
+	c, _ = Load(envOf(map[string]string{"CHAT_JWT_SECRET": secret}))
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("chat starting", "config", c)
+	if strings.Contains(buf.String(), secret) || !strings.Contains(buf.String(), `"jwt_secret":"***"`) {
+		t.Errorf("log line %s", buf.String())
+	}
+}
+
+func TestEmbedOrigins(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"CHAT_EMBED_ORIGINS": "https://a.example, http://localhost:8080"}))
+	if err != nil || len(c.EmbedOrigins) != 2 || c.EmbedOrigins[1] != "http://localhost:8080" {
+		t.Fatalf("%v %v", c.EmbedOrigins, err)
+	}
+	for _, v := range []string{"a.example", "https://a.example/path", "https://a.example,", "javascript:x", "https://u@a.example"} {
+		if _, err := Load(envOf(map[string]string{"CHAT_EMBED_ORIGINS": v})); err == nil || !strings.Contains(err.Error(), "CHAT_EMBED_ORIGINS") {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}

@@ -15,7 +15,20 @@ type ChannelInput struct {
 
 // ChannelPatchBody changes channel settings; absent fields stay.
 type ChannelPatchBody struct {
-	SlowModeSeconds *int `json:"slow_mode_seconds,omitempty" minimum:"0" maximum:"120" doc:"Least seconds between two messages of one sender below vip; 0 turns slow mode off"`
+	SlowModeSeconds         *int  `json:"slow_mode_seconds,omitempty" minimum:"0" maximum:"120" doc:"Least seconds between two messages of one sender below vip; 0 turns slow mode off"`
+	FirstMessageReview      *bool `json:"first_message_review,omitempty" doc:"Hold a sender's first message in the channel for review"`
+	MinAccountAgeSeconds    *int  `json:"min_account_age_seconds,omitempty" minimum:"0" maximum:"7776000" doc:"Accounts younger than this may not send; 0 is off"`
+	UniqueChat              *bool `json:"unique_chat,omitempty" doc:"Refuse the same text from the same sender within 30 s"`
+	Shield                  *bool `json:"shield,omitempty" doc:"Switch shield mode on or off (announced as a shield_mode event); off also ends an automatic shield and keeps the raid watch quiet for shield_quiet_seconds"`
+	AutoShield              *bool `json:"auto_shield,omitempty" doc:"The raid watch: turn shield mode on by itself when first-time chatters flood in"`
+	AutoShieldFirstChatters *int  `json:"auto_shield_first_chatters,omitempty" minimum:"0" maximum:"10000" doc:"First-time chatters per minute that trip the raid watch (0: the default, 30)"`
+	ShieldQuietSeconds      *int  `json:"shield_quiet_seconds,omitempty" minimum:"0" maximum:"86400" doc:"60..86400 seconds an automatic shield lasts after the last trip (0: the default, 300)"`
+}
+
+// HeldInput names a held message of a channel.
+type HeldInput struct {
+	Channel string `path:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name, folded to lower case"`
+	ID      int64  `path:"id" minimum:"1" doc:"Review id of the held message"`
 }
 
 // UpdateChannelInput is PATCH /channels/{channel}.
@@ -53,7 +66,14 @@ func (a *API) registerChannels(srv *apiserver.Server[chat.User]) {
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPatch, URL: Prefix + "/channels/{channel}", Tags: []string{tagChannels},
-		Summary: "Change channel settings", Description: "Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`).",
+		Summary: "Change channel settings",
+		Description: "Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). " +
+			"Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; " +
+			"`min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the " +
+			"same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode " +
+			"at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield " +
+			"mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a " +
+			"minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket.",
 	}, chat.ActionManageChannel, map[int]string{http.StatusConflict: "A new channel past `CHAT_MAX_CHANNELS` (`reason: limit`, `limit`)"}), a.updateChannel)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -77,6 +97,23 @@ func (a *API) registerChannels(srv *apiserver.Server[chat.User]) {
 		Summary:     "Take a role in a channel back",
 		Description: "Back to viewer there (the platform-wide role still holds). Who may: as for giving that role. Taking back a role nobody gave succeeds.",
 	}, chat.ActionChangeRoles, map[int]string{http.StatusNotFound: "No such user", http.StatusConflict: "The user's role there changed meanwhile"}), a.deleteChannelRole)
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodGet, URL: Prefix + "/channels/{channel}/held", Tags: []string{tagChannels, tagModeration},
+		Summary:     "The review queue",
+		Description: "Messages held by a `hold` filter, first-message review or shield mode, oldest first. At most 200 per channel; each is dropped an hour after it was sent.",
+	}, chat.ActionReviewHeld, nil), a.listHeld)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodPost, URL: Prefix + "/channels/{channel}/held/{id}/approve", Tags: []string{tagChannels, tagModeration}, Status: http.StatusCreated,
+		Summary:     "Approve a held message",
+		Description: "Stores the message with the text its sender wrote and delivers it now; it leaves the queue. Approved twice at once, it is stored once (409 for the second).",
+	}, chat.ActionReviewHeld, map[int]string{http.StatusNotFound: "No such held message (reviewed or expired)", http.StatusConflict: "Approved meanwhile"}), a.approveHeld)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodDelete, URL: Prefix + "/channels/{channel}/held/{id}", Tags: []string{tagChannels, tagModeration},
+		Summary:     "Deny a held message",
+		Description: "Drops it: nobody else ever sees it.",
+	}, chat.ActionReviewHeld, map[int]string{http.StatusNotFound: "No such held message (reviewed or expired)"}), a.denyHeld)
 }
 
 func (a *API) listChannelRoles(c *apiserver.Context[chat.User], in *ChannelInput) (ChannelRoles, error) {
@@ -118,6 +155,45 @@ func (a *API) deleteChannelRole(c *apiserver.Context[chat.User], in *ChannelRole
 	return apiserver.NoBody{}, nil
 }
 
+func (a *API) listHeld(c *apiserver.Context[chat.User], in *ChannelInput) (HeldList, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return HeldList{}, err
+	}
+	hs, err := a.svc.HeldMessages(c.Request.Context(), actor, in.Channel)
+	if err != nil {
+		return HeldList{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
+	}
+	out := HeldList{Held: make([]HeldMessage, 0, len(hs))}
+	for _, h := range hs {
+		out.Held = append(out.Held, heldOf(h))
+	}
+	return out, nil
+}
+
+func (a *API) approveHeld(c *apiserver.Context[chat.User], in *HeldInput) (Message, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := a.svc.ApproveHeld(c.Request.Context(), actor, in.Channel, in.ID)
+	if err != nil {
+		return Message{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
+	}
+	return messageOf(m), nil
+}
+
+func (a *API) denyHeld(c *apiserver.Context[chat.User], in *HeldInput) (apiserver.NoBody, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return apiserver.NoBody{}, err
+	}
+	if err := a.svc.DenyHeld(c.Request.Context(), actor, in.Channel, in.ID); err != nil {
+		return apiserver.NoBody{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
+	}
+	return apiserver.NoBody{}, nil
+}
+
 func (a *API) registerPermissions(srv *apiserver.Server[chat.User]) {
 	perms := permissionsOf()
 	apiserver.Register(srv, apiserver.Operation{
@@ -136,7 +212,7 @@ func (a *API) getChannel(c *apiserver.Context[chat.User], in *ChannelInput) (Cha
 	if err != nil {
 		return Channel{}, StatusError(renameField(err, "channel", "params.channel"), inParams)
 	}
-	return channelOf(ch), nil
+	return channelOf(ch, a.svc.Now()), nil
 }
 
 func (a *API) updateChannel(c *apiserver.Context[chat.User], in *UpdateChannelInput) (Channel, error) {
@@ -144,9 +220,12 @@ func (a *API) updateChannel(c *apiserver.Context[chat.User], in *UpdateChannelIn
 	if err != nil {
 		return Channel{}, err
 	}
-	ch, err := a.svc.UpdateChannel(c.Request.Context(), actor, in.Channel, chat.ChannelPatch{SlowModeSeconds: in.Body.SlowModeSeconds})
+	b := in.Body
+	ch, err := a.svc.UpdateChannel(c.Request.Context(), actor, in.Channel, chat.ChannelPatch{SlowModeSeconds: b.SlowModeSeconds,
+		FirstMessageReview: b.FirstMessageReview, MinAccountAgeSeconds: b.MinAccountAgeSeconds, UniqueChat: b.UniqueChat,
+		Shield: b.Shield, AutoShield: b.AutoShield, AutoShieldFirstChatters: b.AutoShieldFirstChatters, ShieldQuietSeconds: b.ShieldQuietSeconds})
 	if err != nil {
 		return Channel{}, StatusError(renameField(err, "channel", "params.channel"), inBody)
 	}
-	return channelOf(ch), nil
+	return channelOf(ch, a.svc.Now()), nil
 }

@@ -37,7 +37,7 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		statuses     string
 	}{
 		{"get", "/api/v1/messages", true, "200 400 503"},
-		{"post", "/api/v1/messages/send", false, "201 400 401 403 422 429 503"},
+		{"post", "/api/v1/messages/send", false, "201 202 400 401 403 422 429 503"},
 		{"delete", "/api/v1/messages/{id}", false, "200 401 403 404 503"},
 		{"post", "/api/v1/commands", false, "201 400 401 403 409 503"},
 		{"get", "/api/v1/commands", true, "200 503"},
@@ -61,6 +61,9 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"get", "/api/v1/channels/{channel}/roles", false, "200 400 403"},
 		{"put", "/api/v1/channels/{channel}/roles/{user_id}", false, "200 400 403 404 409"},
 		{"delete", "/api/v1/channels/{channel}/roles/{user_id}", false, "204 400 403 404 409"},
+		{"get", "/api/v1/channels/{channel}/held", false, "200 400 403"},
+		{"post", "/api/v1/channels/{channel}/held/{id}/approve", false, "201 403 404 409"},
+		{"delete", "/api/v1/channels/{channel}/held/{id}", false, "204 403 404"},
 		{"get", "/api/v1/permissions", true, "200"},
 	}
 	n := 0

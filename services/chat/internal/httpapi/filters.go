@@ -12,11 +12,13 @@ import (
 type CreateFilterBody struct {
 	Kind      string `json:"kind" enum:"blocked_term,regex,links,caps" doc:"blocked_term: whole words, '*' only at the start or end; regex: RE2, at most 256 bytes; links: URLs and bare domains; caps: share of capital letters"`
 	Pattern   string `json:"pattern,omitempty" maxLength:"256" doc:"The term (blocked_term) or expression (regex); unused by links and caps" example:"scam*"`
-	Action    string `json:"action,omitempty" enum:"block,mask" default:"block" doc:"block: refuse the message (422); mask: store it with the match replaced by *"`
+	Action    string `json:"action,omitempty" enum:"block,mask,timeout,ban,hold,strike" default:"block" doc:"block: refuse the message (422); mask: store it with the match replaced by *; timeout: refuse and time the sender out for timeout_seconds; ban: refuse and ban the sender; strike: refuse and count a strike in the channel (1st warn, 2nd 60 s timeout, 3rd 10 min, 4th ban; strikes are forgotten a day after the last); hold: keep the message for review (202), nobody else sees it. The sender of a refused message gets 422 with reason (the filter kind) and consequence"`
 	MinRole   string `json:"min_role,omitempty" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to (default: vip for links, moderator otherwise)"`
 	Threshold int    `json:"threshold,omitempty" minimum:"0" maximum:"100" doc:"caps: percent of capitals above which a message matches (default 70)"`
 	MinLength int    `json:"min_length,omitempty" minimum:"0" maximum:"500" doc:"caps: letters below which a message is never checked (default 10)"`
 	Channel   string `json:"channel,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Make it that channel's own filter (managed by its moderators; run after the platform-wide ones on sends there). Absent: platform-wide (a platform-wide moderator)"`
+	// TimeoutSeconds is the timeout of action timeout.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty" minimum:"0" maximum:"1209600" doc:"timeout: seconds the sender is timed out, 1..1209600 (default 600); only with action timeout"`
 }
 
 // CreateFilterInput is POST /filters.
@@ -82,7 +84,7 @@ func (a *API) createFilter(c *apiserver.Context[chat.User], in *CreateFilterInpu
 	}
 	b := in.Body
 	f, err := a.svc.CreateFilter(c.Request.Context(), actor, chat.FilterInput{Kind: chat.FilterKind(b.Kind), Pattern: b.Pattern,
-		Action: chat.FilterAction(b.Action), MinRole: chat.Role(b.MinRole), Threshold: b.Threshold, MinLength: b.MinLength, Channel: b.Channel})
+		Action: chat.FilterAction(b.Action), MinRole: chat.Role(b.MinRole), Threshold: b.Threshold, MinLength: b.MinLength, Channel: b.Channel, TimeoutSeconds: b.TimeoutSeconds})
 	if err != nil {
 		return Filter{}, StatusError(err, inBody)
 	}

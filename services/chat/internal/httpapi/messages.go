@@ -53,18 +53,24 @@ func (a *API) registerMessages(srv *apiserver.Server[chat.User]) {
 		Summary: "Send a message",
 		Description: "Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, " +
 			"with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no " +
-			"bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking " +
-			"filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit " +
+			"bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter " +
+			"answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), " +
+			"first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit " +
 			"(`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes " +
 			"the bot reply; the reply is stored too and returned as `reply`.",
 	}, chat.ActionSendMessages, map[int]string{
 		http.StatusUnauthorized: "No bearer token, or the user no longer exists",
-		http.StatusForbidden:    "Invalid token, banned (`reason: banned`) or timed out (`reason: timed_out`, `until`)",
-		http.StatusUnprocessableEntity: "Blocked by a filter (`reason` is the filter kind), or an Idempotency-Key sent before with " +
-			"another message (`reason: idempotency_key_reused`); nothing was stored",
+		http.StatusAccepted: "Held for review (a `hold` filter, first-message review or shield mode): nothing was stored, nobody " +
+			"else sees it; `held` names it in the review queue",
+		http.StatusForbidden: "Invalid token, banned (`reason: banned`), timed out (`reason: timed_out`, `until`), or an account " +
+			"younger than the channel's minimum (`reason: account_too_new`, `until`: when it may send)",
+		http.StatusUnprocessableEntity: "Refused by a filter (`reason` is the filter kind; `consequence` says what it did: " +
+			"`{action: block|timeout|ban|strike, penalty: warn|timeout|ban, until, strike, strikes_expire_at}`), or an " +
+			"Idempotency-Key sent before with another message (`reason: idempotency_key_reused`); nothing was stored",
 		http.StatusConflict: "The channel is new and `CHAT_MAX_CHANNELS` channels exist (`reason: limit`, `limit`), or a send with " +
 			"the same Idempotency-Key was stored meanwhile (`reason: idempotency_key_in_use`: send again to get its result); nothing was stored",
-		http.StatusTooManyRequests: "Slow mode (`reason: slow_mode`) or the per-user send limit (`reason: send_limit`); see `Retry-After`",
+		http.StatusTooManyRequests: "Slow mode (`reason: slow_mode`), unique chat (`reason: unique_chat`: the same text within 30 s) " +
+			"or the per-user send limit (`reason: send_limit`); see `Retry-After`",
 		http.StatusServiceUnavailable: "The store could not be reached, and nothing was stored; or, with `reason: outcome_unknown`, " +
 			"it did not answer in time and the message may have been stored: send again with the same Idempotency-Key",
 	}), a.send)
@@ -111,6 +117,11 @@ func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (sendAnswer, 
 		// The header's pattern is the domain's rule for a key: only the
 		// body's fields can fail the domain's checks here.
 		return sendAnswer{}, StatusError(err, inBody)
+	}
+	if res.Held != nil {
+		h := heldOf(*res.Held)
+		return sendAnswer{Status: http.StatusAccepted, Body: SentMessage{Message: Message{Channel: h.Channel, User: h.User,
+			Text: h.Text, CreatedAt: h.CreatedAt}, Held: &h}}, nil
 	}
 	out := sendAnswer{Body: SentMessage{Message: messageOf(res.Message)}}
 	if res.Replayed {

@@ -49,10 +49,33 @@ type MessagePage struct {
 }
 
 // SentMessage is the stored message and, when it triggered a bot command,
-// the bot's stored reply.
+// the bot's stored reply; or, answered 202, the message held for review.
 type SentMessage struct {
 	Message
-	Reply *Message `json:"reply,omitempty" doc:"The bot's reply when the message triggered a command (stored and delivered like any message)"`
+	Reply *Message     `json:"reply,omitempty" doc:"The bot's reply when the message triggered a command (stored and delivered like any message)"`
+	Held  *HeldMessage `json:"held,omitempty" doc:"Answered 202: the message waits for review and nothing was stored (id is 0); a moderator approves or denies it"`
+}
+
+// HeldMessage is a message waiting in a channel's review queue.
+type HeldMessage struct {
+	ID        int64     `json:"id" doc:"Review id in the channel (not a message id)" example:"7"`
+	Channel   string    `json:"channel" example:"general"`
+	User      UserRef   `json:"user"`
+	Text      string    `json:"text" doc:"What the sender wrote"`
+	Reason    string    `json:"reason" enum:"filter,first_message" doc:"filter: a hold filter (filter_id); first_message: first-message review or shield mode"`
+	FilterID  string    `json:"filter_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at" doc:"Dropped unreviewed then (an hour after it was sent)"`
+}
+
+func heldOf(h chat.HeldMessage) HeldMessage {
+	return HeldMessage{ID: h.ID, Channel: h.Channel, User: UserRef{ID: h.User.ID, Name: h.User.Name, Role: string(h.User.Role)},
+		Text: h.Text, Reason: h.Reason, FilterID: h.FilterID, CreatedAt: h.CreatedAt, ExpiresAt: h.ExpiresAt}
+}
+
+// HeldList is a channel's review queue, oldest first.
+type HeldList struct {
+	Held []HeldMessage `json:"held"`
 }
 
 // User is an account as the API shows it (never its token).
@@ -149,20 +172,22 @@ type CommandList struct {
 
 // Filter is a message filter.
 type Filter struct {
-	ID        string    `json:"id" doc:"Unique within its scope (the platform, or one channel)"`
-	Channel   string    `json:"channel,omitempty" doc:"The channel whose own filter this is; absent: platform-wide"`
-	Kind      string    `json:"kind" enum:"blocked_term,regex,links,caps"`
-	Pattern   string    `json:"pattern,omitempty" doc:"The blocked term or the regular expression"`
-	Action    string    `json:"action" enum:"block,mask"`
-	MinRole   string    `json:"min_role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to"`
-	Threshold int       `json:"threshold,omitempty" doc:"caps: percent of capitals above which a message matches"`
-	MinLength int       `json:"min_length,omitempty" doc:"caps: letters below which a message is never checked"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string `json:"id" doc:"Unique within its scope (the platform, or one channel)"`
+	Channel   string `json:"channel,omitempty" doc:"The channel whose own filter this is; absent: platform-wide"`
+	Kind      string `json:"kind" enum:"blocked_term,regex,links,caps"`
+	Pattern   string `json:"pattern,omitempty" doc:"The blocked term or the regular expression"`
+	Action    string `json:"action" enum:"block,mask,timeout,ban,hold,strike" doc:"What a match does, in the filter's scope: a channel's own filter times out or bans in that channel only"`
+	MinRole   string `json:"min_role" enum:"broadcaster,moderator,vip,subscriber,viewer" doc:"Lowest role the filter does not apply to"`
+	Threshold int    `json:"threshold,omitempty" doc:"caps: percent of capitals above which a message matches"`
+	MinLength int    `json:"min_length,omitempty" doc:"caps: letters below which a message is never checked"`
+	// TimeoutSeconds is the timeout of action timeout.
+	TimeoutSeconds int       `json:"timeout_seconds,omitempty" doc:"timeout: seconds the sender is timed out"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 func filterOf(f chat.Filter) Filter {
 	return Filter{ID: f.ID, Channel: f.Channel, Kind: string(f.Kind), Pattern: f.Pattern, Action: string(f.Action), MinRole: string(f.MinRole),
-		Threshold: f.Threshold, MinLength: f.MinLength, CreatedAt: f.CreatedAt}
+		Threshold: f.Threshold, MinLength: f.MinLength, TimeoutSeconds: f.TimeoutSeconds, CreatedAt: f.CreatedAt}
 }
 
 // FilterList is every filter in the order they run.
@@ -170,14 +195,29 @@ type FilterList struct {
 	Filters []Filter `json:"filters"`
 }
 
-// Channel is a channel's settings.
+// Channel is a channel's settings and modes.
 type Channel struct {
-	Name            string `json:"name" example:"general"`
-	SlowModeSeconds int    `json:"slow_mode_seconds" doc:"Least seconds between two messages of one sender below vip; 0 is off" minimum:"0" maximum:"120"`
+	Name                    string     `json:"name" example:"general"`
+	SlowModeSeconds         int        `json:"slow_mode_seconds" doc:"Least seconds between two messages of one sender below vip; 0 is off" minimum:"0" maximum:"120"`
+	FirstMessageReview      bool       `json:"first_message_review" doc:"A sender's first message in the channel is held for review"`
+	MinAccountAgeSeconds    int        `json:"min_account_age_seconds" doc:"Accounts younger than this may not send (403 account_too_new, until); 0 is off"`
+	UniqueChat              bool       `json:"unique_chat" doc:"The same text from the same sender within 30 s is refused (429 unique_chat)"`
+	Shield                  bool       `json:"shield" doc:"Shield mode switched on by a moderator"`
+	ShieldActive            bool       `json:"shield_active" doc:"Shield mode is in force now (switched on, or by the raid watch until shield_until): slow mode at least 10 s, first-message review, accounts at least an hour old"`
+	ShieldUntil             *time.Time `json:"shield_until,omitempty" doc:"End of an automatic shield, unless the raid watch trips again"`
+	AutoShield              bool       `json:"auto_shield" doc:"The raid watch: auto_shield_first_chatters senders never seen in the channel within a minute turn shield mode on for shield_quiet_seconds"`
+	AutoShieldFirstChatters int        `json:"auto_shield_first_chatters" doc:"The raid watch's threshold per minute (0: the default, 30)"`
+	ShieldQuietSeconds      int        `json:"shield_quiet_seconds" doc:"How long an automatic shield lasts after the last trip, and how long a moderator's off keeps the watch quiet (0: the default, 300)"`
 }
 
-func channelOf(c chat.Channel) Channel {
-	return Channel{Name: c.Name, SlowModeSeconds: c.SlowModeSeconds}
+func channelOf(c chat.Channel, now time.Time) Channel {
+	out := Channel{Name: c.Name, SlowModeSeconds: c.SlowModeSeconds, FirstMessageReview: c.FirstMessageReview,
+		MinAccountAgeSeconds: c.MinAccountAgeSeconds, UniqueChat: c.UniqueChat, Shield: c.Shield, ShieldActive: c.ShieldOn(now),
+		AutoShield: c.AutoShield, AutoShieldFirstChatters: c.AutoShieldFirstChatters, ShieldQuietSeconds: c.ShieldQuietSeconds}
+	if c.ShieldUntil != nil && c.ShieldUntil.After(now) {
+		out.ShieldUntil = c.ShieldUntil
+	}
+	return out
 }
 
 // PermissionRow is one action of the permission table.

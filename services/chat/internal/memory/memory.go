@@ -36,6 +36,16 @@ type channel struct {
 	// wake is closed and replaced whenever the log grows, waking every
 	// blocked reader at once.
 	wake chan struct{}
+
+	// chatters have sent in the channel; raid holds the first-time
+	// chatters the raid watch counted, by when; shieldOff is until when a
+	// moderator keeps it from tripping.
+	chatters  map[string]struct{}
+	raid      map[string]time.Time
+	shieldOff time.Time
+	// held is the review queue, by id.
+	held    map[int64]chat.HeldMessage
+	heldSeq int64
 }
 
 // Store is the memory engine.
@@ -64,6 +74,8 @@ type Store struct {
 	sends map[string]time.Time
 	// once holds idempotency records by channel and key (chat.Once).
 	once map[onceKey]*onceRecord
+	// strikes counts strikes by channel and user (chat.Punish).
+	strikes map[onceKey]strikes
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -88,6 +100,7 @@ func New(history int) *Store {
 		gates:     map[string]time.Time{},
 		sends:     map[string]time.Time{},
 		once:      map[onceKey]*onceRecord{},
+		strikes:   map[onceKey]strikes{},
 		born:      make(chan struct{}),
 		feeds:     map[*memFeed]struct{}{},
 	}
@@ -116,7 +129,8 @@ func (s *Store) cursor(id, seq int64) chat.Cursor {
 func (s *Store) channel(name string) *channel {
 	c, ok := s.channels[name]
 	if !ok {
-		c = &channel{settings: chat.Channel{Name: name}, wake: make(chan struct{})}
+		c = &channel{settings: chat.Channel{Name: name}, wake: make(chan struct{}),
+			chatters: map[string]struct{}{}, raid: map[string]time.Time{}, held: map[int64]chat.HeldMessage{}}
 		s.channels[name] = c
 		close(s.born)
 		s.born = make(chan struct{})
@@ -192,7 +206,12 @@ func (s *Store) onceFor(k onceKey) *onceRecord {
 }
 
 // AppendMessage implements chat.Store.
-func (s *Store) AppendMessage(_ context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
+func (s *Store) AppendMessage(ctx context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
+	return s.AppendSent(ctx, m, once, chat.Watch{}, gates...)
+}
+
+// AppendSent implements chat.Store.
+func (s *Store) AppendSent(_ context.Context, m chat.Message, once chat.Once, w chat.Watch, gates ...chat.Gate) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range gates {
@@ -211,6 +230,10 @@ func (s *Store) AppendMessage(_ context.Context, m chat.Message, once chat.Once,
 	}
 	c := s.channel(m.Channel)
 	ev := s.append(c, chat.Event{Type: chat.EventMessage, Channel: m.Channel, Message: &m})
+	if w.Chatter != "" {
+		c.chatters[w.Chatter] = struct{}{}
+	}
+	s.watchRaid(c, w)
 	if once.Set() {
 		if rec == nil {
 			if len(s.once) >= 10000 {
@@ -404,7 +427,9 @@ func (s *Store) Channel(_ context.Context, name string) (chat.Channel, error) {
 func (s *Store) SaveChannel(_ context.Context, c chat.Channel) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.channel(c.Name).settings = c
+	ch := s.channel(c.Name)
+	c.Shield, c.ShieldUntil = ch.settings.Shield, ch.settings.ShieldUntil
+	ch.settings = c
 	return nil
 }
 
@@ -453,6 +478,37 @@ func (s *Store) UserByTokenHash(_ context.Context, hash string) (chat.User, erro
 		return chat.User{}, chat.NotFound("user")
 	}
 	return u, nil
+}
+
+// ProvisionUser implements chat.Store.
+func (s *Store) ProvisionUser(_ context.Context, u chat.User, names []string) (chat.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, exists := s.users[u.ID]
+	for _, name := range names {
+		lname := strings.ToLower(name)
+		if owner, ok := s.names[lname]; ok && owner != u.ID {
+			continue
+		}
+		if !exists {
+			u.Name = name
+			u.TokenHash = ""
+			s.users[u.ID] = u
+			s.names[lname] = u.ID
+			return u, nil
+		}
+		if cur.Name != name {
+			delete(s.names, strings.ToLower(cur.Name))
+			s.names[lname] = u.ID
+			cur.Name = name
+			s.users[u.ID] = cur
+		}
+		return cur, nil
+	}
+	if exists {
+		return cur, nil
+	}
+	return chat.User{}, &chat.Error{Kind: chat.KindConflict, Message: "every name this user may take is taken", Reason: "name"}
 }
 
 // UsersByID returns the users among ids that exist (live delivery's
@@ -842,6 +898,12 @@ func (s *Store) ReadForSend(_ context.Context, r chat.SendReads) chat.SendState 
 		st.Channel = chat.Channel{Name: r.Channel}
 		if c, ok := s.channels[r.Channel]; ok {
 			st.Channel = c.settings
+			_, st.Chatter = c.chatters[r.Chatter]
+		}
+	}
+	if r.Unique.Key != "" {
+		if until, ok := s.gates[r.Unique.Channel+"\x00"+r.Unique.Key]; ok && until.After(r.Now) {
+			st.UniqueWait = until.Sub(r.Now)
 		}
 	}
 	if r.CountUser != "" {
@@ -927,3 +989,178 @@ func (s *Store) Ping(context.Context) error { return nil }
 
 // Close implements chat.Store.
 func (s *Store) Close() error { return nil }
+
+// strikes is a user's strike count in a channel and when the last came.
+type strikes struct {
+	n    int
+	last time.Time
+}
+
+// Punish implements chat.Store.
+func (s *Store) Punish(_ context.Context, p chat.Punish) (chat.Punishment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[p.User]
+	if !ok {
+		return chat.Punishment{}, chat.NotFound("user")
+	}
+	role := u.Role
+	if p.InChannel {
+		role = s.standings[p.Channel][p.User].Role
+	}
+	if role != p.IfRole {
+		return chat.Punishment{}, chat.Conflict("the user's role changed meanwhile; try again")
+	}
+	var out chat.Punishment
+	if p.Strike {
+		k := onceKey{p.Channel, p.User}
+		if p.InChannel {
+			// A channel's own filters count strikes apart from the
+			// platform-wide ones, as the Redis engine does.
+			k.channel = "own:" + p.Channel
+		}
+		st := s.strikes[k]
+		if p.Now.Sub(st.last) > chat.StrikeExpiry {
+			st.n = 0
+		}
+		st.n++
+		st.last = p.Now
+		s.strikes[k] = st
+		out.Strike = st.n
+		out.Step = min(st.n, len(p.Ladder)) - 1
+	}
+	step := p.Ladder[out.Step]
+	if p.InChannel {
+		st := s.standings[p.Channel][p.User]
+		switch step.Penalty.Kind {
+		case chat.PenaltyTimeout:
+			st.TimedOutUntil, st.ModReason = step.Until, step.Reason
+		case chat.PenaltyBan:
+			st.Banned, st.TimedOutUntil, st.ModReason = true, nil, step.Reason
+		}
+		s.putStanding(p.Channel, p.User, st)
+	} else {
+		switch step.Penalty.Kind {
+		case chat.PenaltyTimeout:
+			u.TimedOutUntil, u.ModReason = step.Until, step.Reason
+		case chat.PenaltyBan:
+			u.Banned, u.TimedOutUntil, u.ModReason = true, nil, step.Reason
+		}
+		s.users[u.ID] = u
+	}
+	if step.Event != nil {
+		s.append(s.channel(step.Event.Channel), *step.Event)
+	}
+	if step.Penalty.Kind == chat.PenaltyBan && !p.InChannel {
+		s.revoke(feed.Notice{Revoke: feed.Banned, User: u.ID})
+	}
+	out.User = u
+	return out, nil
+}
+
+// watchRaid counts w's first-time chatter and turns shield mode on when
+// the count reaches the threshold (chat.Raid); the caller holds mu.
+func (s *Store) watchRaid(c *channel, w chat.Watch) {
+	r := w.Raid
+	if r == nil || w.Chatter == "" {
+		return
+	}
+	since := r.Now.Add(-chat.AutoShieldWindow)
+	for u, at := range c.raid {
+		if !at.After(since) {
+			delete(c.raid, u)
+		}
+	}
+	c.raid[w.Chatter] = r.Now
+	if len(c.raid) < r.Threshold || c.shieldOff.After(r.Now) {
+		return
+	}
+	was := c.settings.ShieldUntil
+	until := r.Now.Add(r.Quiet)
+	c.settings.ShieldUntil = &until
+	if was == nil || !was.After(r.Now) {
+		s.append(c, r.Event)
+	}
+}
+
+// HoldMessage implements chat.Store.
+func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(h.Channel)
+	s.expireHeld(c, h.CreatedAt)
+	if len(c.held) >= max {
+		return chat.HeldMessage{}, chat.LimitReached(chat.QuotaHeld, max)
+	}
+	c.heldSeq++
+	h.ID = c.heldSeq
+	c.held[h.ID] = h
+	s.watchRaid(c, w)
+	return h, nil
+}
+
+// expireHeld drops the held messages expired at now; the caller holds mu.
+func (s *Store) expireHeld(c *channel, now time.Time) {
+	for id, h := range c.held {
+		if !h.ExpiresAt.After(now) {
+			delete(c.held, id)
+		}
+	}
+}
+
+// HeldMessages implements chat.Store.
+func (s *Store) HeldMessages(_ context.Context, name string, now time.Time) ([]chat.HeldMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []chat.HeldMessage{}
+	c, ok := s.channels[name]
+	if !ok {
+		return out, nil
+	}
+	s.expireHeld(c, now)
+	for _, h := range c.held {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// HeldMessage implements chat.Store.
+func (s *Store) HeldMessage(_ context.Context, name string, id int64, now time.Time) (chat.HeldMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.channels[name]; ok {
+		if h, ok := c.held[id]; ok && h.ExpiresAt.After(now) {
+			return h, nil
+		}
+	}
+	return chat.HeldMessage{}, chat.NotFound("held message")
+}
+
+// DropHeld implements chat.Store.
+func (s *Store) DropHeld(_ context.Context, name string, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.channels[name]; ok {
+		if _, ok := c.held[id]; ok {
+			delete(c.held, id)
+			return nil
+		}
+	}
+	return chat.NotFound("held message")
+}
+
+// SwitchShield implements chat.Store.
+func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(name)
+	c.settings.Shield = sw.On
+	if !sw.On {
+		c.settings.ShieldUntil = nil
+		c.shieldOff = sw.HoldOff
+		clear(c.raid)
+	}
+	s.append(c, sw.Event)
+	return nil
+}

@@ -24,7 +24,7 @@ func withAPI(t *testing.T) func(*apiserver.Server[chat.User], *chat.Service) {
 		if _, err := httpapi.Register(srv, svc); err != nil {
 			t.Fatal(err)
 		}
-		web.Mount(srv.Instance())
+		web.Mount(srv.Instance(), web.Options{})
 	}
 }
 

@@ -1,20 +1,23 @@
 package realtime
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/readwait"
+	"github.com/apistack/platform/services/chat/internal/wsbuf"
 )
 
 // conn is one WebSocket subscriber. One goroutine serves it: the reader
@@ -25,9 +28,19 @@ import (
 // Sends run in a goroutine of their own, started on the first one, so a
 // slow store never stops the reader from answering pings.
 type conn struct {
-	hub     *Hub
-	ws      *websocket.Conn
-	nc      net.Conn // the socket under ws, for the close handshake's deadlines
+	hub *Hub
+	ws  *websocket.Conn
+	// nc is the socket under ws (deadlines for the close handshake, pings,
+	// what the peer sent), br the reader ws reads through (pongs are skipped
+	// there), rc the descriptor the hub's poller parks the socket on (nil: no
+	// poller, a goroutine reads). All nil in tests that make a conn by hand.
+	nc  *wsbuf.Conn
+	br  *bufio.Reader
+	rc  syscall.RawConn
+	key uint64 // the poller's key for this socket, unique in the hub
+	// brMu keeps wake's look at br (a read of the socket) apart from the
+	// close handshake's reads, which coder/websocket makes under its own lock.
+	brMu    sync.Mutex
 	channel string
 	ip      string // client address, for the limits
 	room    *room
@@ -49,23 +62,31 @@ type conn struct {
 	awake bool
 
 	user atomic.Pointer[chat.User]
+	// expiry closes the socket at its platform token's exp (nil for a
+	// chat token, which does not expire); a refresh frame moves it.
+	expMu  sync.Mutex
+	expiry *time.Timer
 
 	// Only the reader goroutine touches these.
 	tokens  float64
 	tokenAt time.Time
-	jobs    chan clientFrame // started lazily by the first auth or send
+	jobs    chan clientFrame // made by the first auth or send
+	working atomic.Bool      // a goroutine runs jobs (work)
 
 	live         atomic.Bool  // set once the reader runs: pings may start
 	shut         atomic.Bool  // closeWith began: the reader handles nothing more
 	writingSince atomic.Int64 // unix nanos of the write in progress, 0 when idle
-	nextPing     atomic.Int64
-	pinging      atomic.Bool
 	closeOnce    sync.Once
+
+	// Only the janitor (maintain) touches these.
+	nextPing time.Time
+	pingAt   time.Time // the ping waiting for a sign of life; zero when none
+	heardAt  uint64    // nc.Received() when that ping went out
 }
 
-func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, channel string, user *chat.User) *conn {
+func newConn(h *Hub, ws *websocket.Conn, nc *wsbuf.Conn, br *bufio.Reader, channel string, user *chat.User) *conn {
 	ctx, cancel := context.WithCancel(h.ctx)
-	c := &conn{hub: h, ws: ws, nc: nc, channel: channel, ctx: ctx, cancel: cancel,
+	c := &conn{hub: h, ws: ws, nc: nc, br: br, key: h.nextKey.Add(1), channel: channel, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), awake: true, // the pool gets it after greet
 		tokens: float64(h.opts.SendBurst), tokenAt: time.Now()}
 	if user != nil {
@@ -79,9 +100,24 @@ func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, channel string, user *chat
 	if half := int64(first / 2); half > 0 {
 		first -= time.Duration(rand.Int64N(half))
 	}
-	c.nextPing.Store(time.Now().Add(first).UnixNano())
+	c.nextPing = time.Now().Add(first)
+	if h.idle != nil {
+		if rc, err := nc.SyscallConn(); err == nil {
+			c.rc = rc
+		}
+	}
 	ws.SetReadLimit(h.opts.MaxFrameBytes)
 	return c
+}
+
+// stop cancels the connection's work and, when the socket is parked, wakes it
+// so its read fails and cleanup runs: a parked socket has no goroutine that a
+// closed socket would end.
+func (c *conn) stop() {
+	c.cancel()
+	if c.rc != nil {
+		c.hub.idle.Kick(c.key)
+	}
 }
 
 // push queues event frames (the room's lock is held). It reports false
@@ -232,7 +268,7 @@ func (c *conn) writeTurn(r *runner) bool {
 		joinPool.Put(buf)
 	}
 	if err != nil {
-		c.cancel()
+		c.stop()
 		c.ws.CloseNow()
 		return false
 	}
@@ -314,8 +350,12 @@ func (c *conn) closeWith(code websocket.StatusCode, reason string) {
 			}
 			_ = c.nc.SetReadDeadline(answer)
 		}
+		// After the read deadline: a wake-up blocked in its look at the
+		// socket gives brMu back by then.
+		c.brMu.Lock()
 		_ = c.ws.Close(code, reason)
-		c.cancel()
+		c.brMu.Unlock()
+		c.stop()
 	})
 }
 
@@ -343,52 +383,75 @@ func (c *conn) maintain(now time.Time) {
 	c.mu.Unlock()
 	if ws := c.writingSince.Load(); ws != 0 && now.Sub(time.Unix(0, ws)) > c.hub.opts.WriteTimeout {
 		c.hub.metrics.deadPeers.Inc()
-		c.cancel()
+		c.stop()
 		c.ws.CloseNow()
 		return
 	}
-	if now.UnixNano() < c.nextPing.Load() || !c.pinging.CompareAndSwap(false, true) {
+	if c.nc == nil {
 		return
 	}
-	go func() {
-		defer c.pinging.Store(false)
-		ctx, cancel := c.within(c.hub.opts.PongTimeout)
-		err := c.ws.Ping(ctx)
-		cancel()
-		c.nextPing.Store(time.Now().Add(c.hub.opts.PingInterval).UnixNano())
-		if err != nil && c.ctx.Err() == nil {
+	// A ping is answered by a pong, which whoever reads next consumes (the
+	// poller's wake-up skips it, coder/websocket drops it): any byte heard
+	// from the peer since the ping shows it is alive. No goroutine waits.
+	if !c.pingAt.IsZero() {
+		switch {
+		case c.nc.Received() != c.heardAt:
+			c.pingAt = time.Time{}
+			c.nextPing = now.Add(c.hub.opts.PingInterval)
+		case now.Sub(c.pingAt) > c.hub.opts.PongTimeout:
 			// No pong in time: the peer is gone without a close frame.
 			c.hub.metrics.deadPeers.Inc()
-			c.cancel()
+			c.stop()
 			c.ws.CloseNow()
 		}
-	}()
+		return
+	}
+	if now.Before(c.nextPing) {
+		return
+	}
+	c.pingAt, c.heardAt = now, c.nc.Received()
+	// The write waits for a frame in progress to complete: not on the janitor.
+	go func() { _ = c.nc.Ping() }()
 }
 
 // serve runs the connection: auth when reading needs it, join, recovery,
 // then the writer pool and the read loop. since is nil for a fresh subscription.
 func (c *conn) serve(since *chat.Cursor, needAuth bool) {
-	defer c.cleanup()
-	if needAuth && !c.awaitAuth() {
+	if !c.setup(since, needAuth) {
+		c.cleanup()
 		return
+	}
+	c.release()
+	c.live.Store(true)
+	if c.rc == nil {
+		c.readLoop()
+		c.cleanup()
+		return
+	}
+	c.readOn(false)
+}
+
+// setup authenticates (when reading needs it), joins the room and greets;
+// false when the connection is to end.
+func (c *conn) setup(since *chat.Cursor, needAuth bool) bool {
+	if needAuth && !c.awaitAuth() {
+		return false
 	}
 	jctx, cancel := c.within(10 * time.Second)
 	r, pos, err := c.hub.join(jctx, c.channel, c)
 	cancel()
 	if err != nil {
 		c.closeWith(websocket.StatusTryAgainLater, "the chat store is unavailable; reconnect later")
-		return
+		return false
 	}
 	c.room = r
 	if err := c.greet(since, pos); err != nil {
 		if c.ctx.Err() == nil {
 			c.hub.logger.Debug("live delivery: greeting failed", "channel", c.channel, "err", err)
 		}
-		return
+		return false
 	}
-	c.release()
-	c.live.Store(true)
-	c.readLoop()
+	return true
 }
 
 // greet writes hello, the presence count and, when the client asked for
@@ -500,6 +563,54 @@ func (c *conn) setLast(cur chat.Cursor) {
 	c.mu.Unlock()
 }
 
+// expireAt arms the close at a platform token's exp, or disarms it when
+// exp is zero (a chat token). Each authentication replaces the last one's.
+func (c *conn) expireAt(exp time.Time) {
+	c.expMu.Lock()
+	defer c.expMu.Unlock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+		c.expiry = nil
+	}
+	if exp.IsZero() {
+		return
+	}
+	c.expiry = time.AfterFunc(time.Until(exp), func() {
+		c.closeWith(CloseTokenExpired, "token expired: send a refresh frame with a fresh token before exp")
+	})
+}
+
+// expires reports whether the socket holds a platform token.
+func (c *conn) expires() bool {
+	c.expMu.Lock()
+	defer c.expMu.Unlock()
+	return c.expiry != nil
+}
+
+// refresh renews the socket's platform token: a valid one for the same
+// user moves the close to its exp. Anything else is an error frame and
+// leaves the socket as it was, to close at the old exp.
+func (c *conn) refresh(ctx context.Context, f clientFrame) any {
+	cur := c.user.Load()
+	if cur == nil || !c.expires() {
+		return badRequest(f.ID, "refresh renews a platform token; this socket holds none (send auth)")
+	}
+	ss, err := c.hub.svc.AuthenticateSession(ctx, f.Token)
+	if err != nil {
+		return errorFor(f.ID, err)
+	}
+	if ss.Expires.IsZero() {
+		return badRequest(f.ID, "refresh needs a platform token (a JWT), not a chat token")
+	}
+	if ss.User.ID != cur.ID {
+		return errorFor(f.ID, &chat.Error{Kind: chat.KindForbidden, Message: "a refresh token must be for the socket's user (the same sub)"})
+	}
+	c.user.Store(&ss.User)
+	c.expireAt(ss.Expires)
+	ref := ss.User.Ref()
+	return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
+}
+
 // awaitAuth waits for an auth frame when reading needs a token.
 func (c *conn) awaitAuth() bool {
 	// A context deadline on Read would drop the connection without a
@@ -519,8 +630,9 @@ func (c *conn) awaitAuth() bool {
 			continue
 		}
 		actx, acancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
-		u, err := c.hub.svc.Authenticate(actx, f.Token)
+		ss, err := c.hub.svc.AuthenticateSession(actx, f.Token)
 		acancel()
+		u := ss.User
 		if err != nil {
 			_ = c.writeNow(errorFor(f.ID, err))
 			if chat.KindOf(err) == chat.KindUnauthorized {
@@ -538,38 +650,118 @@ func (c *conn) awaitAuth() bool {
 			c.closeWith(CloseTooManySockets, "too many sockets for this user")
 			return false
 		}
+		c.expireAt(ss.Expires)
 		ref := u.Ref()
 		return c.writeNow(ackFrame{Type: typeAck, ID: f.ID, User: &ref}) == nil
 	}
 }
 
-// readLoop handles client frames until the connection ends. It reads
-// without a context: coder/websocket registers a read's context with
-// context.AfterFunc, which an idle socket would hold for its whole life, and
-// whatever ends a live connection closes its socket, which ends the read.
+// readLoop handles client frames until the connection ends, in a goroutine
+// of its own: where the hub has no poller.
 func (c *conn) readLoop() {
+	for c.readOne() {
+	}
+}
+
+// wake runs (in a goroutine of its own) when a parked socket has bytes to
+// read or was stopped: it handles every complete frame the peer sent, skips
+// pongs, and parks the socket again once nothing is left to read. A client
+// that sends part of a frame keeps the goroutine until the rest comes (or the
+// socket ends).
+func (c *conn) wake() { c.readOn(true) }
+
+// readOn reads and handles frames until nothing is left to read, then parks
+// the socket. ready says the socket has bytes (or was stopped): look may read
+// it without waiting.
+func (c *conn) readOn(ready bool) {
 	for {
-		typ, data, err := c.ws.Read(context.Background())
-		if c.shut.Load() {
-			return // closing: what the peer sends now is not served
-		}
-		if err != nil {
-			if code := closeCode(err); code == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
-				c.hub.metrics.closes.WithLabelValues(closeLabel(websocket.StatusMessageTooBig)).Inc()
-			}
+		res := c.look(ready)
+		// After a message, what the socket holds beyond br is the poller's
+		// to report: a look that read now would wait for the peer.
+		ready = false
+		switch res {
+		case parked:
+			return
+		case gone:
+			c.cleanup()
 			return
 		}
-		if typ != websocket.MessageText {
-			c.closeWith(websocket.StatusUnsupportedData, "text frames only")
+		if !c.readOne() {
+			c.cleanup()
 			return
-		}
-		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-			line = bytes.TrimSpace(line)
-			if len(line) > 0 {
-				c.handle(line)
-			}
 		}
 	}
+}
+
+type lookResult int
+
+const (
+	readable lookResult = iota // a frame (or part of one) waits: read it
+	parked                     // nothing to read: back in the poller
+	gone                       // the socket failed or closed
+)
+
+// look reads what the socket holds into br when ready (the poller said it has
+// bytes, or the connection was stopped and the read fails at once), drops
+// pongs, and parks the socket when nothing else is left.
+func (c *conn) look(ready bool) lookResult {
+	c.brMu.Lock()
+	defer c.brMu.Unlock()
+	if c.shut.Load() || c.ctx.Err() != nil {
+		return readable // closing: the read reports it, under coder/websocket's lock
+	}
+	if !ready && c.br.Buffered() == 0 {
+		// A peer that sent more already (a busy sender, a flood) is read on
+		// here: parking would only wake it again at once.
+		if n, err := readwait.Pending(c.rc); err == nil && n > 0 {
+			ready = true
+		}
+	}
+	if ready && c.br.Buffered() == 0 {
+		if _, err := c.br.Peek(1); err != nil {
+			return gone
+		}
+	}
+	if wsbuf.SkipPongs(c.br) {
+		return readable
+	}
+	if c.hub.idle.Wait(c.rc, c.key, c) != nil {
+		return readable // the socket is closed: the read reports it
+	}
+	if c.ctx.Err() != nil {
+		// Stopped while parking: stop's kick may have found nothing parked.
+		c.hub.idle.Kick(c.key)
+	}
+	return parked
+}
+
+// readOne reads one client message and handles its frames; false when the
+// connection ends. It reads without a context: coder/websocket registers a
+// read's context with context.AfterFunc, which an idle socket would hold for
+// its whole life, and whatever ends a live connection closes its socket,
+// which ends the read.
+func (c *conn) readOne() bool {
+	typ, data, err := c.ws.Read(context.Background())
+	if c.shut.Load() {
+		return false // closing: what the peer sends now is not served
+	}
+	if err != nil {
+		if code := closeCode(err); code == websocket.StatusMessageTooBig || errors.Is(err, websocket.ErrMessageTooBig) {
+			c.hub.metrics.closes.WithLabelValues(closeLabel(websocket.StatusMessageTooBig)).Inc()
+		}
+		return false
+	}
+	if typ != websocket.MessageText {
+		c.closeWith(websocket.StatusUnsupportedData, "text frames only")
+		return false
+	}
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 {
+			c.handle(line)
+		}
+	}
+	return true
 }
 
 func (c *conn) handle(line []byte) {
@@ -581,7 +773,7 @@ func (c *conn) handle(line []byte) {
 	switch f.Type {
 	case typePing:
 		c.pushControl(controlFrame(pongFrame{Type: typePong, ID: f.ID}))
-	case typeAuth, typeSend:
+	case typeAuth, typeRefresh, typeSend:
 		if !c.allow() {
 			c.hub.metrics.sendErrors.WithLabelValues(codeRateLimited).Inc()
 			c.pushControl(controlFrame(rateLimited(f.ID, fmt.Sprintf("too many frames on this connection: at most %g per second", c.hub.opts.SendRate))))
@@ -589,15 +781,17 @@ func (c *conn) handle(line []byte) {
 		}
 		if c.jobs == nil {
 			c.jobs = make(chan clientFrame, 8)
-			go c.work()
 		}
 		select {
 		case c.jobs <- f:
+			if c.working.CompareAndSwap(false, true) {
+				go c.work()
+			}
 		default:
 			c.pushControl(controlFrame(rateLimited(f.ID, "too many requests in flight on this connection")))
 		}
 	default:
-		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, send or ping)", f.Type))))
+		c.pushControl(controlFrame(badRequest(f.ID, fmt.Sprintf("unknown frame type %q (want auth, refresh, send or ping)", f.Type))))
 	}
 }
 
@@ -613,7 +807,9 @@ func (c *conn) allow() bool {
 	return true
 }
 
-// work runs auth and send frames one at a time, in the order they came.
+// work runs auth and send frames one at a time, in the order they came, and
+// ends when none is left: a socket that sent once keeps no goroutine (whose
+// stack a send through the store has grown) while it is idle.
 func (c *conn) work() {
 	for {
 		select {
@@ -621,6 +817,13 @@ func (c *conn) work() {
 			return
 		case f := <-c.jobs:
 			c.pushControl(controlFrame(c.run(f)))
+		default:
+			c.working.Store(false)
+			// A frame queued between the empty look and the store found
+			// working still set: take it, unless its sender started a worker.
+			if len(c.jobs) == 0 || !c.working.CompareAndSwap(false, true) {
+				return
+			}
 		}
 	}
 }
@@ -628,14 +831,19 @@ func (c *conn) work() {
 func (c *conn) run(f clientFrame) any {
 	ctx, cancel := context.WithTimeout(c.ctx, c.hub.opts.SendTimeout)
 	defer cancel()
-	if f.Type == typeAuth {
-		u, err := c.hub.svc.Authenticate(ctx, f.Token)
+	switch f.Type {
+	case typeRefresh:
+		return c.refresh(ctx, f)
+	case typeAuth:
+		ss, err := c.hub.svc.AuthenticateSession(ctx, f.Token)
 		if err != nil {
 			return errorFor(f.ID, err)
 		}
+		u := ss.User
 		if err := c.hub.authenticate(c, &u); err != nil {
 			return limitFrame(f.ID, err) // the socket stays as it was
 		}
+		c.expireAt(ss.Expires)
 		ref := u.Ref()
 		return ackFrame{Type: typeAck, ID: f.ID, User: &ref}
 	}
@@ -656,6 +864,9 @@ func (c *conn) run(f clientFrame) any {
 		}
 		return e
 	}
+	if res.Held != nil {
+		return ackFrame{Type: typeAck, ID: f.ID, Held: res.Held}
+	}
 	if !res.Replayed {
 		c.hub.metrics.messages.Inc()
 	}
@@ -664,6 +875,7 @@ func (c *conn) run(f clientFrame) any {
 
 func (c *conn) cleanup() {
 	c.cancel()
+	c.expireAt(time.Time{})
 	if c.room != nil {
 		c.room.leave(c)
 	}

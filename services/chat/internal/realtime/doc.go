@@ -113,6 +113,12 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"A socket with a token in its handshake counts as its user's from the start (see the limits below). " +
 	"`Origin`, when sent, must match `CORS_ORIGIN` (or be this server's own origin): otherwise 403 before the upgrade. " +
 	"A malformed `Authorization` header or an unknown token is 401 (as over REST), a store that cannot check the token 503.\n\n" +
+	"**Platform tokens** (JWTs, with `CHAT_JWT_SECRET` or `CHAT_JWKS_URL`) are taken wherever a token is: the handshake, `auth`. " +
+	"A socket signed in with one is closed with **4002** at the token's `exp` unless, before then, the client sends " +
+	"`{\"type\":\"refresh\",\"token\":\"<fresh JWT>\",\"id\":4}` with a valid token for the same user (same `sub`): " +
+	"`ack` with `user`, and the socket now closes at the new `exp`. A refresh that fails leaves the socket as it was (to close at the old `exp`) " +
+	"and is answered by an `error`: `unauthorized` (401) for an invalid or expired token, `forbidden` (403) for another user's, " +
+	"`bad_request` (400) for a chat token or on a socket that holds no platform token. Chat tokens do not expire.\n\n" +
 	"**Limits** (before the upgrade, with the error body and `Retry-After`): 429 `reason: too_many_sockets_per_user` past " +
 	"`CHAT_WS_MAX_SOCKETS_PER_USER` open sockets of one user (default 20; the broadcaster is not bound), 429 " +
 	"`reason: too_many_sockets_per_ip` past `CHAT_WS_MAX_SOCKETS_PER_IP` open sockets from one address (default 100), 429 " +
@@ -138,14 +144,14 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"`cursor` orders a channel's events: `\"42.9f2c01a4\"` is message 42, `\"42-1.5b0e77c3\"` the first event (deletion, timeout, ban) after it; " +
 	"the part after the dot is the entry's epoch, which tells it from another entry at the same place after the store lost or reset its log. " +
 	"Remember the last `cursor` seen, as written, and reconnect with `since=<cursor>` (a bare message id also works, unchecked).\n\n" +
-	"**Client to server**: `{\"type\":\"auth\",\"token\":\"...\",\"id\":1}`, `{\"type\":\"send\",\"message\":\"hi\",\"id\":2}` " +
+	"**Client to server**: `{\"type\":\"auth\",\"token\":\"...\",\"id\":1}`, `{\"type\":\"refresh\",\"token\":\"...\"}` (above), `{\"type\":\"send\",\"message\":\"hi\",\"id\":2}` " +
 	"(to the connection's channel; the same rules as `POST /messages/send`: permissions, filters, commands, slow mode, per-user limit, storage; " +
 	"answered by `ack` once stored, or `error`; `\"idempotency_key\":\"...\"` makes it happen once, like the HTTP `Idempotency-Key`: resend with it " +
 	"after an `unavailable` error whose `reason` is `outcome_unknown`), `{\"type\":\"ping\",\"id\":3}`. `id` is optional and echoed. " +
-	"Auth and send frames are limited per connection (5/s, burst 10).\n\n" +
+	"Auth, refresh and send frames are limited per connection (5/s, burst 10).\n\n" +
 	"**Close codes**: 1000 normal; 1001 server shutting down (reconnect with `since`); 1003 binary frame; 1009 frame over 4 KiB; " +
 	"1011 internal error; 1013 store unavailable while subscribing (retry later, same `since`); " +
-	"4001 unauthorized (reading needs a token); 4003 the authenticated user was deleted (do not reconnect with that token); " +
+	"4001 unauthorized (reading needs a token); 4002 the platform token expired without a refresh (get a fresh token, reconnect with `since`); 4003 the authenticated user was deleted (do not reconnect with that token); " +
 	"4004 the authenticated user was banned (sending is refused; reading follows the usual rules); 4005 the authenticated user was banned from this channel (a ban with `channel`, after its `user_banned` event; sending there is refused, other channels are not affected); 4008 too slow: more than 1024 events queued (reconnect with `since`); " +
 	"4029 too many sockets for this user (reading needs the token; close another socket of the user first); " +
 	"4010 resync: the replica lost its place in the log (reconnect with `since`). The server pings every 25 s and drops a peer that does not answer within 10 s."

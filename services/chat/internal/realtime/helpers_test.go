@@ -20,9 +20,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/jwtauth"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
@@ -64,6 +66,7 @@ type replicaConfig struct {
 	opts       realtime.Options
 	register   func(*apiserver.Server[chat.User], *chat.Service) // more routes: the REST API, the page
 	env        map[string]string                                 // extra server environment (TRUSTED_PROXIES...)
+	identities *jwtauth.Verifier                                 // platform tokens (nil: chat tokens only)
 }
 
 var prefixN atomic.Int64
@@ -93,7 +96,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 			store = memory.New(cfg.history)
 		}
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler)})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities})
 	admin, err := svc.Bootstrap(context.Background(), adminToken)
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)
@@ -108,6 +111,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 		Redis:          rdb,
 		RateLimitAllow: []string{"127.0.0.0/8"},
 		CORSOrigin:     cfg.cors,
+		TokenValidator: httpapi.NewAuthenticator(svc).Validate, // for the REST API, when registered
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +169,11 @@ type event struct {
 	Reply      *chat.Message `json:"reply"`
 	User       *chat.UserRef `json:"user"`
 	Replayed   bool          `json:"replayed"`
+	// Held, Shield, Consequence: moderation (a held send's ack, a
+	// shield_mode event, a refusing filter's error).
+	Held        *chat.HeldMessage  `json:"held"`
+	Shield      *chat.ShieldChange `json:"shield"`
+	Consequence *chat.Consequence  `json:"consequence"`
 }
 
 func (e event) msg(t *testing.T) chat.Message {

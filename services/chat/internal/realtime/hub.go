@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/readwait"
 	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
@@ -183,6 +185,12 @@ type Hub struct {
 	anonymous int                // of which not authenticated
 	closed    bool
 
+	// idle parks the sockets that have nothing to read, so an idle socket
+	// holds no goroutine (nil where the platform has no poller: one
+	// goroutine reads each socket). nextKey numbers the sockets for it.
+	idle    *readwait.Poller[*conn]
+	nextKey atomic.Uint64
+
 	recheckMu    sync.Mutex
 	rechecking   bool // a recheck of the sockets' users runs
 	recheckAgain bool // the feed reconnected meanwhile: run it once more
@@ -200,6 +208,11 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{},
 		networks: map[string]int{}, users: map[string]int{}, metrics: newMetrics()}
 	h.writers = newWriters(opts.Writers, h.metrics)
+	if p, err := readwait.New((*conn).wake); err == nil {
+		h.idle = p
+	} else if !errors.Is(err, readwait.ErrUnsupported) {
+		return nil, fmt.Errorf("realtime: idle socket poller: %w", err)
+	}
 	src := opts.Feed
 	if src == nil {
 		s, ok := h.log.(feed.Source)
@@ -416,6 +429,9 @@ func (h *Hub) Close(ctx context.Context) error {
 		cancel()
 	}
 	h.cancel()
+	if h.idle != nil {
+		_ = h.idle.Close() // wakes what is still parked: its read fails, it cleans up
+	}
 	h.writers.close()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); h.writers.wait(); close(done) }()
@@ -604,4 +620,12 @@ func (h *Hub) stopRoom(r *room) {
 		r.unwatch()
 		r.withdrawPresence()
 	}()
+}
+
+// Parked counts the sockets waiting in the poller without a goroutine.
+func (h *Hub) Parked() int {
+	if h.idle == nil {
+		return 0
+	}
+	return h.idle.Parked()
 }

@@ -24,9 +24,9 @@ import (
 // race detector, which makes everything larger (make test runs it so).
 func TestIdleSocketMemory(t *testing.T) {
 	const n = 400
-	// About 3.5 KB: coder/websocket's connection (1.4 KB), the goroutine's
-	// descriptor, the socket, this package's conn, wsbuf's buffers. net/http's
-	// 8 KB of hijacked buffers alone would break it.
+	// About 3.5 KB: coder/websocket's connection (1.4 KB), the socket, this
+	// package's conn, wsbuf's buffers. net/http's 8 KB of hijacked buffers
+	// alone would break it.
 	const limit = 5 << 10
 	r := startReplica(t, replicaConfig{publicRead: true, opts: realtime.Options{Limits: &realtime.Limits{}}}, testPrefix())
 	addr := strings.TrimPrefix(r.base, "http://")
@@ -61,9 +61,19 @@ func TestIdleSocketMemory(t *testing.T) {
 	after := settle()
 	heap := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
 	stack := (int64(after.StackInuse) - int64(before.StackInuse)) / n
-	t.Logf("per idle socket: %d B of heap, %d B of stack", heap, stack)
+	t.Logf("per idle socket: %d B of heap, %d B of stack; %d parked", heap, stack, r.hub.Parked())
 	if heap > limit {
 		t.Fatalf("an idle socket keeps %d B of heap, over %d B", heap, limit)
+	}
+	// No goroutine per idle socket where the poller runs (Linux): a reader
+	// blocked in coder/websocket's Read held a 4 KB stack.
+	if runtime.GOOS == "linux" {
+		if p := r.hub.Parked(); p != n+1 {
+			t.Fatalf("%d of %d idle sockets parked", p, n+1)
+		}
+		if stack > 1<<10 {
+			t.Fatalf("an idle socket keeps %d B of stack: a goroutine each", stack)
+		}
 	}
 }
 

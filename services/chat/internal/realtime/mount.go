@@ -116,12 +116,13 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		}
 		token = t
 	}
+	var expires time.Time
 	if token != "" {
-		u, err := h.svc.Authenticate(r.Context(), token)
+		ss, err := h.svc.AuthenticateSession(r.Context(), token)
 		if err != nil {
 			return apierr.HTTPError(err, apierr.InQuery)
 		}
-		user = &u
+		user, expires = &ss.User, ss.Expires
 	}
 	// The origin was checked above against CORS_ORIGIN, which is the
 	// service's one list of allowed sites.
@@ -138,13 +139,14 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 		h.release(ip, channel, userID)
 		return nil // Accept has answered the request
 	}
-	cn := newConn(h, ws, w.conn, channel, user)
+	cn := newConn(h, ws, w.conn, w.br, channel, user)
 	cn.ip = ip
 	if !h.addConn(cn) {
 		h.release(ip, channel, userID)
 		_ = ws.Close(websocket.StatusGoingAway, "server shutting down; reconnect with since")
 		return nil
 	}
+	cn.expireAt(expires)
 	go cn.serve(since, user == nil && !h.svc.PublicRead())
 	return nil
 }
@@ -157,13 +159,17 @@ func (h *Hub) accept(c *gin.Context, in *wsInput, origins originCheck, ip string
 // close handshake (conn.closeWith).
 type keepSocket struct {
 	gin.ResponseWriter // gin's, whose WriteHeaderNow Accept needs
-	conn               net.Conn
+	conn               *wsbuf.Conn
+	br                 *bufio.Reader
 }
 
 func (w *keepSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	nc, rw, err := wsbuf.Hijack(w.ResponseWriter)
-	w.conn = nc
-	return nc, rw, err
+	if err != nil {
+		return nil, nil, err
+	}
+	w.conn, w.br = nc, rw.Reader
+	return nc, rw, nil
 }
 
 // ChatProtocol and TokenProtocol let a browser, which cannot set an

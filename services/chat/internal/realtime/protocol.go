@@ -20,6 +20,11 @@ const (
 	// CloseUnauthorized: reading needs a token (CHAT_PUBLIC_READ=false) and
 	// no valid auth frame came in time. Do not reconnect without a token.
 	CloseUnauthorized websocket.StatusCode = 4001
+	// CloseTokenExpired: the socket was authenticated by a platform token
+	// (a JWT) and its exp passed without a refresh frame carrying a fresh
+	// token for the same user. Get a fresh token, then reconnect with
+	// since=<last id seen>.
+	CloseTokenExpired websocket.StatusCode = 4002
 	// CloseUserDeleted: the authenticated user was deleted (its token is
 	// gone). Do not reconnect with that token.
 	CloseUserDeleted websocket.StatusCode = 4003
@@ -48,7 +53,8 @@ const (
 )
 
 // Frame types, server to client. Event frames use the domain's event
-// types (message, message_deleted, user_timed_out, user_banned).
+// types (message, message_deleted, user_timed_out, user_banned,
+// shield_mode).
 const (
 	typeHello    = "hello"
 	typePresence = "presence"
@@ -59,9 +65,10 @@ const (
 
 // Client frame types.
 const (
-	typeAuth = "auth"
-	typeSend = "send"
-	typePing = "ping"
+	typeAuth    = "auth"
+	typeRefresh = "refresh"
+	typeSend    = "send"
+	typePing    = "ping"
 )
 
 // Error codes of error frames that do not come from a domain error kind
@@ -107,6 +114,9 @@ type ackFrame struct {
 	// Replayed: the ack is an earlier send's, found by its
 	// idempotency_key; nothing was stored now.
 	Replayed bool `json:"replayed,omitempty"`
+	// Held: the message waits for review (only its sender is told; it
+	// shows it as pending); nothing was stored.
+	Held *chat.HeldMessage `json:"held,omitempty"`
 }
 
 type pongFrame struct {

@@ -32,9 +32,9 @@ func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 // filled the run queues that HTTP requests and Redis replies wait in. With
 // max runners (fewer than the Ps) a P stays free for them, no goroutine
 // is woken per subscriber, and a pass over the FIFO writes, in one frame
-// per socket, everything that arrived meanwhile: at saturation 1.6 events
-// per frame instead of 1.3, and 15-25 % less CPU per delivery
-// (docs/benchmarks.md, issue 12).
+// per socket, everything that arrived meanwhile: at saturation more events
+// per frame and less CPU per delivery (chat-issue12.sh saturation prints
+// both; docs/benchmarks.md).
 //
 // A write that does not return within stuckWrite (a slow peer) marks its
 // runner stuck and the pool starts another, so max runners are always

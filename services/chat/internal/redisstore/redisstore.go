@@ -269,18 +269,28 @@ func decode(channel string, x redis.XMessage) (chat.Event, error) {
 	return ev, nil
 }
 
-// AppendMessage implements chat.Store: the gates, the idempotency record
-// and the append are one script (all keys in the channel's slot), so slow
-// mode and idempotency cost no round trip of their own.
+// AppendMessage implements chat.Store.
 func (s *Store) AppendMessage(ctx context.Context, m chat.Message, once chat.Once, gates ...chat.Gate) (chat.Message, error) {
+	return s.AppendSent(ctx, m, once, chat.Watch{}, gates...)
+}
+
+// AppendSent implements chat.Store: the gates, the idempotency record,
+// the append and the raid watch are one script (all keys in the channel's
+// slot), so slow mode, unique chat, idempotency and the raid watch cost no
+// round trip of their own.
+func (s *Store) AppendSent(ctx context.Context, m chat.Message, once chat.Once, w chat.Watch, gates ...chat.Gate) (chat.Message, error) {
 	m.ID = 0
 	data, err := json.Marshal(chat.Event{Type: chat.EventMessage, Message: &m})
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("encode message: %w", err)
 	}
 	ch := m.Channel
-	keys := []string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
-	args := []any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0}
+	raid, err := raidArgs(w)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	keys := append([]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}, s.raidKeys(ch)...)
+	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap())...)
 	if once.Set() {
 		keys = append(keys, s.onceKey(ch, once.Key))
 		args[4], args[5], args[6] = string(once.Part), once.Fingerprint, once.For.Milliseconds()
@@ -611,16 +621,59 @@ func (s *Store) ClaimChannel(ctx context.Context, name string, max int) error {
 
 // Channel implements chat.Store.
 func (s *Store) Channel(ctx context.Context, name string) (chat.Channel, error) {
-	v, err := s.rdb.HGet(ctx, s.ck(name, "settings"), "slow_mode_seconds").Int()
+	var settings *redis.MapStringStringCmd
+	var shield *redis.StringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		settings, shield = s.readChannel(ctx, p, name)
+		return nil
+	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return chat.Channel{}, fail("read channel", err)
 	}
-	return chat.Channel{Name: name, SlowModeSeconds: v}, nil
+	return parseChannel(name, settings, shield)
+}
+
+// readChannel queues the reads of a channel's settings and the automatic
+// shield's end (the shield key, in ms) on p.
+func (s *Store) readChannel(ctx context.Context, p redis.Pipeliner, name string) (*redis.MapStringStringCmd, *redis.StringCmd) {
+	return p.HGetAll(ctx, s.ck(name, "settings")), p.Get(ctx, s.ck(name, "shield"))
+}
+
+// parseChannel reads readChannel's answers. Settings written before the
+// modes have only slow_mode_seconds: the rest are off.
+func parseChannel(name string, settings *redis.MapStringStringCmd, shield *redis.StringCmd) (chat.Channel, error) {
+	if err := settings.Err(); err != nil {
+		return chat.Channel{}, err
+	}
+	if err := shield.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return chat.Channel{}, err
+	}
+	m := settings.Val()
+	num := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
+	c := chat.Channel{Name: name, SlowModeSeconds: num("slow_mode_seconds"), FirstMessageReview: m["first_message_review"] == "1",
+		MinAccountAgeSeconds: num("min_account_age_seconds"), UniqueChat: m["unique_chat"] == "1", Shield: m["shield"] == "1",
+		AutoShield: m["auto_shield"] == "1", AutoShieldFirstChatters: num("auto_shield_first_chatters"), ShieldQuietSeconds: num("shield_quiet_seconds")}
+	if ms, err := strconv.ParseInt(shield.Val(), 10, 64); err == nil && ms > 0 {
+		t := time.UnixMilli(ms).UTC()
+		c.ShieldUntil = &t
+	}
+	return c, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // SaveChannel implements chat.Store.
 func (s *Store) SaveChannel(ctx context.Context, c chat.Channel) error {
-	if err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds).Err(); err != nil {
+	err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds,
+		"first_message_review", flag(c.FirstMessageReview), "min_account_age_seconds", c.MinAccountAgeSeconds,
+		"unique_chat", flag(c.UniqueChat), "auto_shield", flag(c.AutoShield),
+		"auto_shield_first_chatters", c.AutoShieldFirstChatters, "shield_quiet_seconds", c.ShieldQuietSeconds).Err()
+	if err != nil {
 		return failWrite("save channel", err)
 	}
 	return nil
@@ -698,6 +751,30 @@ func (s *Store) UserByTokenHash(ctx context.Context, hash string) (chat.User, er
 	fields, err := userByToken.Run(ctx, s.rdb, []string{s.uk("tokens")}, hash, s.userKey("")).StringSlice()
 	if err != nil {
 		return chat.User{}, fail("read token", err)
+	}
+	m := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		m[fields[i]] = fields[i+1]
+	}
+	return parseUser(m)
+}
+
+// ProvisionUser implements chat.Store in one script in the {users} slot
+// (one round trip; no write when the user already has its name).
+func (s *Store) ProvisionUser(ctx context.Context, u chat.User, names []string) (chat.User, error) {
+	u.TokenHash = ""
+	args := []any{u.ID, len(names)}
+	for _, name := range names {
+		args = append(args, name, strings.ToLower(name))
+	}
+	args = append(args, userFields(u)...)
+	keys := []string{s.userKey(u.ID), s.uk("names"), s.uk("ids")}
+	fields, err := provisionUser.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "CONFLICT") {
+			return chat.User{}, &chat.Error{Kind: chat.KindConflict, Message: "every name this user may take is taken", Reason: "name"}
+		}
+		return chat.User{}, failWrite("provision user", err)
 	}
 	m := make(map[string]string, len(fields)/2)
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -1080,7 +1157,10 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		filters  *redis.MapStringStringCmd
 		own      *redis.MapStringStringCmd
 		standing *standingCmds
-		settings *redis.StringCmd
+		settings *redis.MapStringStringCmd
+		shield   *redis.StringCmd
+		chatter  *redis.BoolCmd
+		unique   *redis.StringCmd
 		count    *redis.Cmd
 		command  *redis.Cmd
 		ownCmd   *redis.Cmd
@@ -1100,7 +1180,13 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 			}
 		}
 		if r.Channel != "" {
-			settings = p.HGet(ctx, s.ck(r.Channel, "settings"), "slow_mode_seconds")
+			settings, shield = s.readChannel(ctx, p, r.Channel)
+			if r.Chatter != "" {
+				chatter = p.SIsMember(ctx, s.ck(r.Channel, "seen"), r.Chatter)
+			}
+		}
+		if r.Unique.Key != "" {
+			unique = p.Get(ctx, s.ck(r.Unique.Channel, "gate:"+r.Unique.Key))
 		}
 		if countKeys != nil {
 			count = countSend.EvalSha(ctx, p, countKeys, countArgs...)
@@ -1139,13 +1225,25 @@ func (s *Store) ReadForSend(ctx context.Context, r chat.SendReads) chat.SendStat
 		st.Standing, st.StandingErr = standing.standing("read standing")
 	}
 	if settings != nil {
-		st.Channel = chat.Channel{Name: r.Channel}
-		v, err := settings.Int()
-		switch {
-		case err == nil:
-			st.Channel.SlowModeSeconds = v
-		case !errors.Is(err, redis.Nil):
+		c, err := parseChannel(r.Channel, settings, shield)
+		if err != nil {
 			st.ChannelErr = failPipeline("read channel", err)
+		}
+		st.Channel = c
+	}
+	if chatter != nil {
+		if err := chatter.Err(); err != nil {
+			st.ChatterErr = failPipeline("read chatter", err)
+		}
+		st.Chatter = chatter.Val()
+	}
+	if unique != nil {
+		// A gate holds the unix ms until which it is closed (passGates).
+		switch until, err := unique.Int64(); {
+		case err == nil:
+			st.UniqueWait = max(0, time.UnixMilli(until).Sub(r.Now))
+		case !errors.Is(err, redis.Nil):
+			st.UniqueErr = failPipeline("read unique chat", err)
 		}
 	}
 	switch {

@@ -19,17 +19,22 @@ import "github.com/redis/go-redis/v9"
 // already stores nothing; otherwise the stored entry is recorded in the
 // same step: "<part>" its id, "<part>d" its event json, "f" the request's
 // fingerprint, and the record expires after ARGV[7] ms.
-// KEYS: seq, log, trim, deleted, [record], then gates. ARGV: history,
-// event json, live channel, now ms, part ("" for none), fingerprint,
-// record ms, then one duration ms per gate. Returns {id, 0}, {0, wait ms}
-// when a gate is closed, or {0, -1} when the record holds the part.
+// A user's message (chat.Watch) makes its sender a chatter of the
+// channel (the seen set) and, as a first-time chatter, is counted by the
+// raid watch (raidWatch) after the append.
+// KEYS: seq, log, trim, deleted, seen, raid, shield, shieldoff, [record],
+// then gates. ARGV: history, event json, live channel, now ms, part (""
+// for none), fingerprint, record ms, chatter ("" for none), raid
+// threshold (0: no count), raid window ms, shield quiet ms, shield event
+// json, log cap, then one duration ms per gate. Returns {id, 0}, {0, wait
+// ms} when a gate is closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
 local logk, edata = KEYS[2], ARGV[2]
 local part = ARGV[5]
-local first, darg, now = 5, 8, tonumber(ARGV[4])
+local first, darg, now = 9, 14, tonumber(ARGV[4])
 local rec
 if part ~= '' then
-  rec, first = KEYS[5], 6
+  rec, first = KEYS[9], 10
   if redis.call('HEXISTS', rec, part) == 1 then return {0, -1} end
 end
 ` + passGates + `
@@ -53,7 +58,128 @@ if rec then
   redis.call('PEXPIRE', rec, ARGV[7])
 end
 redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0.' .. epoch .. ' ' .. ARGV[2])
+local chatter = ARGV[8]
+if chatter ~= '' then redis.call('SADD', KEYS[5], chatter) end
+local seqk, trimk, delk, live, cap = KEYS[1], KEYS[3], KEYS[4], ARGV[3], ARGV[13]
+local raidk, shieldk, offk = KEYS[6], KEYS[7], KEYS[8]
+local rthr, rwin, rquiet, revent = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+` + raidWatch + `
 return {id, 0}
+`)
+
+// raidWatch is the Lua of the raid watch (chat.Raid): it counts chatter
+// as a first-time chatter at now in the sorted set raidk (one member per
+// user, only the last window's and at most the threshold's newest kept,
+// so it stays small), and when the threshold is reached and shield mode
+// is neither on automatically already nor held off by a moderator
+// (offk), it turns it on until now+quiet (shieldk holds that time in ms)
+// and appends the shield_mode event revent. Times are the caller's clock,
+// as gates are; PX only lets Redis forget the keys. Expects locals
+// chatter, now, rthr (0: nothing to count), rwin, rquiet, revent, raidk,
+// shieldk, offk and liveNotice's logk, seqk, trimk, delk, live, cap.
+const raidWatch = `
+if rthr > 0 and chatter ~= '' then
+  redis.call('ZREMRANGEBYSCORE', raidk, '-inf', now - rwin)
+  redis.call('ZADD', raidk, now, chatter)
+  redis.call('ZREMRANGEBYRANK', raidk, 0, -(rthr + 1))
+  redis.call('PEXPIRE', raidk, rwin)
+  local off = tonumber(redis.call('GET', offk) or '0')
+  if redis.call('ZCARD', raidk) >= rthr and off <= now then
+    local was = tonumber(redis.call('GET', shieldk) or '0')
+    redis.call('SET', shieldk, tostring(now + rquiet), 'PX', rquiet)
+    if was <= now then
+      local etype, edata = 'shield_mode', revent
+` + liveNotice + `
+    end
+  end
+end
+`
+
+// holdMessage puts a message in a channel's review queue: expired ones
+// go first, then a full queue refuses (error "LIMIT held"), else the next
+// held id is taken and the message kept (the hash held: id -> json,
+// without the id; the sorted set heldq: id by expiry ms), and the raid
+// watch counts the sender (raidWatch).
+// KEYS: held, heldq, heldseq, raid, shield, shieldoff, log, seq, trim,
+// deleted. ARGV: json, now ms, expires ms, max, chatter, raid threshold,
+// raid window ms, quiet ms, shield event json, live channel, log cap.
+// Returns the held id.
+var holdMessage = redis.NewScript(`
+local now = tonumber(ARGV[2])
+for _, old in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do redis.call('HDEL', KEYS[1], old) end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return redis.error_reply('LIMIT held') end
+local id = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], id, ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[3], id)
+local chatter = ARGV[5]
+local raidk, shieldk, offk = KEYS[4], KEYS[5], KEYS[6]
+local logk, seqk, trimk, delk, live, cap = KEYS[7], KEYS[8], KEYS[9], KEYS[10], ARGV[10], ARGV[11]
+local rthr, rwin, rquiet, revent = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+` + raidWatch + `
+return id
+`)
+
+// switchShield sets a channel's shield setting; off also ends an
+// automatic shield, forgets the raid count and holds the raid watch off
+// until ARGV[2] (ms, compared with the caller's clock); the shield_mode
+// event is appended in the same step.
+// KEYS: settings, shield, shieldoff, raid, log, seq, trim, deleted. ARGV:
+// "1" or "0", hold-off ms, now ms, event json, live channel, log cap.
+var switchShield = redis.NewScript(`
+redis.call('HSET', KEYS[1], 'shield', ARGV[1])
+if ARGV[1] == '0' then
+  redis.call('DEL', KEYS[2], KEYS[4])
+  local ms = tonumber(ARGV[2]) - tonumber(ARGV[3])
+  if ms > 0 then redis.call('SET', KEYS[3], ARGV[2], 'PX', ms) end
+end
+local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[5], KEYS[6], KEYS[7], KEYS[8], 'shield_mode', ARGV[4], ARGV[5], ARGV[6]
+` + liveNotice + `
+return 1
+`)
+
+// punish applies a filter hit's consequence (chat.Punish) in the users'
+// slot: with a strike (ARGV[2] "1") it counts it in the strikes hash (n,
+// last ms; a last strike older than the expiry starts again at 1) and
+// takes the ladder's step for the count; then it changes the user as
+// updateUser does and records the step's event: appended on one server
+// (KEYS: user, strikes, log, seq, trim, deleted), stored as pending on a
+// cluster (KEYS: user, strikes, pending).
+// ARGV: role, strike, now ms, expiry ms, live channel, revocation
+// channel, log cap, number of steps, then six per step: penalty, timeout
+// end, reason, event type ("" for none), event json (on a cluster the
+// pending entry), pending key. Returns {strikes, step (1-based), user
+// fields...}, or an error status.
+var punish = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
+if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
+local n, step, now = 0, 1, tonumber(ARGV[3])
+if ARGV[2] == '1' then
+  local last = tonumber(redis.call('HGET', KEYS[2], 'last') or '0')
+  n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
+  if now - last > tonumber(ARGV[4]) then n = 0 end
+  n = n + 1
+  redis.call('HSET', KEYS[2], 'n', n, 'last', now)
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  step = math.min(n, tonumber(ARGV[8]))
+end
+local b = 9 + (step - 1) * 6
+local kind, untilv, reason, etype, edata, pkey = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+if kind == 'timeout' then
+  redis.call('HSET', KEYS[1], 'timeout_until', untilv, 'reason', reason)
+elseif kind == 'ban' then
+  redis.call('HSET', KEYS[1], 'banned', 'true', 'timeout_until', '', 'reason', reason)
+  redis.call('PUBLISH', ARGV[6], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
+end
+if etype ~= '' and #KEYS == 3 then
+  redis.call('HSET', KEYS[3], pkey, edata)
+elseif etype ~= '' then
+  local logk, seqk, trimk, delk, live, cap = KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[5], ARGV[7]
+` + liveNotice + `
+end
+local out = {n, step}
+for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
+return out
 `)
 
 // entryEpoch is the Lua that finds the log's last entry, prev ("<entry
@@ -151,6 +277,38 @@ redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[1])
 redis.call('SADD', KEYS[4], ARGV[1])
 return ''
+`)
+
+// provisionUser creates a platform user or names it again (chat.Store's
+// ProvisionUser). KEYS: user, names, ids. ARGV: id, number of names n,
+// then n name/lower-name pairs, then the new user's field/value pairs.
+// Returns the user's fields, or CONFLICT when a new user can take no name.
+// A user already holding the first free name is only read.
+var provisionUser = redis.NewScript(`
+local exists = redis.call('EXISTS', KEYS[1]) == 1
+local n = tonumber(ARGV[2])
+for i = 0, n - 1 do
+  local name, lname = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+  local owner = redis.call('HGET', KEYS[2], lname)
+  if not owner or owner == ARGV[1] then
+    if not exists then
+      local fields = {}
+      for j = 3 + 2 * n, #ARGV do fields[#fields + 1] = ARGV[j] end
+      redis.call('HSET', KEYS[1], unpack(fields))
+      redis.call('HSET', KEYS[1], 'name', name, 'lname', lname)
+      redis.call('HSET', KEYS[2], lname, ARGV[1])
+      redis.call('SADD', KEYS[3], ARGV[1])
+    elseif redis.call('HGET', KEYS[1], 'name') ~= name then
+      local old = redis.call('HGET', KEYS[1], 'lname')
+      if old then redis.call('HDEL', KEYS[2], old) end
+      redis.call('HSET', KEYS[2], lname, ARGV[1])
+      redis.call('HSET', KEYS[1], 'name', name, 'lname', lname)
+    end
+    return redis.call('HGETALL', KEYS[1])
+  end
+end
+if exists then return redis.call('HGETALL', KEYS[1]) end
+return redis.error_reply('CONFLICT')
 `)
 
 // updateUser changes fields only if the user still holds the expected role

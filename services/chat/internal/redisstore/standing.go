@@ -109,6 +109,82 @@ func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.St
 	return nil
 }
 
+// punishInChannel is Punish of a channel's own filter: the ban or timeout
+// is the user's standing in the channel, so the strike count, the standing
+// and the event are one script in the channel's slot (punishIn), with no
+// pending step even on a Cluster. A channel's own filters count strikes
+// apart from the platform-wide ones (whose count is with the user).
+func (s *Store) punishInChannel(ctx context.Context, p chat.Punish) (chat.Punishment, error) {
+	ch := p.Channel
+	keys := []string{s.ck(ch, "roles"), s.ck(ch, "bans"), s.ck(ch, "strikes:"+p.User),
+		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+	args := []any{p.User, string(p.IfRole), flag(p.Strike), p.Now.UnixMilli(), chat.StrikeExpiry.Milliseconds(),
+		s.ck(ch, "live"), s.logCap(), len(p.Ladder)}
+	for _, st := range p.Ladder {
+		var ban, etype, edata []byte
+		if st.Penalty.Kind != chat.PenaltyWarn {
+			m := chat.Standing{TimedOutUntil: st.Until, Banned: st.Penalty.Kind == chat.PenaltyBan, ModReason: st.Reason}
+			var err error
+			if ban, err = json.Marshal(m); err != nil {
+				return chat.Punishment{}, fmt.Errorf("encode ban: %w", err)
+			}
+		}
+		if st.Event != nil {
+			if st.Event.Channel != ch {
+				return chat.Punishment{}, fmt.Errorf("punish: the event must be in the channel (%s, not %s)", ch, st.Event.Channel)
+			}
+			var err error
+			if edata, err = json.Marshal(st.Event); err != nil {
+				return chat.Punishment{}, fmt.Errorf("encode event: %w", err)
+			}
+			etype = []byte(st.Event.Type)
+		}
+		args = append(args, ban, etype, edata)
+	}
+	res, err := punishIn.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return chat.Punishment{}, scriptStatus("punish", err, "user's role in "+ch)
+	}
+	if len(res) != 2 {
+		return chat.Punishment{}, fail("punish", fmt.Errorf("unexpected reply %v", res))
+	}
+	n, _ := res[0].(int64)
+	step, _ := res[1].(int64)
+	if step < 1 || int(step) > len(p.Ladder) {
+		return chat.Punishment{}, fail("punish", fmt.Errorf("unexpected step %v", res[1]))
+	}
+	return chat.Punishment{Strike: int(n), Step: int(step) - 1}, nil
+}
+
+// punishIn applies a channel filter's consequence if the user's role in
+// the channel is still the expected one: counts the strike (when asked),
+// stores the step's ban or timeout as the user's standing there and
+// appends its event (liveNotice). Replies {strikes, step}.
+// KEYS: roles, bans, strikes, log, seq, trim, deleted. ARGV: user id,
+// expected role ("" none), strike flag, now ms, strike expiry ms, live
+// channel, log cap, steps; then per step: standing json ("" for a
+// warning), event type ("" for none), event json.
+var punishIn = redis.NewScript(`
+if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return redis.error_reply('CONFLICT') end
+local n, step, now = 0, 1, tonumber(ARGV[4])
+if ARGV[3] == '1' then
+  local last = tonumber(redis.call('HGET', KEYS[3], 'last') or '0')
+  n = tonumber(redis.call('HGET', KEYS[3], 'n') or '0')
+  if now - last > tonumber(ARGV[5]) then n = 0 end
+  n = n + 1
+  redis.call('HSET', KEYS[3], 'n', n, 'last', now)
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  step = math.min(n, tonumber(ARGV[8]))
+end
+local b = 9 + (step - 1) * 3
+if ARGV[b] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[b]) end
+if ARGV[b + 1] ~= '' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[b + 1], ARGV[b + 2], ARGV[6], ARGV[7]
+` + liveNotice + `
+end
+return {n, step}
+`)
+
 // setChannelRole gives a role in a channel, or takes it back (role ""),
 // if the user's role there is still the expected one, and counts the roles
 // given there against the limit in the same step.

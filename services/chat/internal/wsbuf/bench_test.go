@@ -10,7 +10,7 @@ import (
 
 // BenchmarkFrameWrite writes server frames over loopback TCP the way
 // coder/websocket does (header, payload, flush): through net/http's 4 KB
-// bufio.Writer, and through this package's 16-byte one over a frameConn.
+// bufio.Writer, and through this package's 16-byte one over a Conn.
 func BenchmarkFrameWrite(b *testing.B) {
 	for _, n := range []int{300, 8000} {
 		for _, kind := range []string{"bufio4k", "wsbuf"} {
@@ -34,7 +34,7 @@ func BenchmarkFrameWrite(b *testing.B) {
 				defer nc.Close()
 				var bw *bufio.Writer
 				if kind == "wsbuf" {
-					bw = bufio.NewWriterSize(&frameConn{Conn: nc}, writeSize)
+					bw = bufio.NewWriterSize(&Conn{Conn: nc}, writeSize)
 				} else {
 					bw = bufio.NewWriterSize(nc, 4096)
 				}

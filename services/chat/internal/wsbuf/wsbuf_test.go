@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// sink is the connection under a frameConn in the unit tests: it keeps what
+// sink is the connection under a Conn in the unit tests: it keeps what
 // reaches it.
 type sink struct {
 	net.Conn
@@ -58,7 +58,7 @@ var sizes = []int{0, 1, 2, 13, 14, 15, 16, 17, 31, 32, 33, 100, 125, 126, 127, 3
 func TestFrameConnWritesEachFrameOnce(t *testing.T) {
 	for _, masked := range []bool{false, true} {
 		s := &sink{}
-		fc := &frameConn{Conn: s}
+		fc := &Conn{Conn: s}
 		bw := bufio.NewWriterSize(fc, writeSize)
 		var want bytes.Buffer
 		for i, n := range sizes {
@@ -94,7 +94,7 @@ func TestFrameConnAnySplit(t *testing.T) {
 			stream.Write(p)
 		}
 		s := &sink{}
-		fc := &frameConn{Conn: s}
+		fc := &Conn{Conn: s}
 		b := stream.Bytes()
 		pieces := 0
 		for len(b) > 0 {

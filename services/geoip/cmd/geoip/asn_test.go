@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -64,9 +63,7 @@ func TestASNDatabase(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	path := filepath.Join(t.TempDir(), "asn.mmdb")
 	writeASN(t, path, "Google LLC")
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	asnDB, err := openASN(ctx, config.Config{ASNPath: path, WatchInterval: time.Hour}, log, reg)
+	asnDB, err := openASN(config.Config{ASNPath: path, WatchInterval: time.Hour}, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +130,7 @@ func TestASNDatabase(t *testing.T) {
 		}
 	}
 
-	if _, err := openASN(ctx, config.Config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log, nil); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
+	if _, err := openASN(config.Config{ASNPath: filepath.Join(t.TempDir(), "missing.mmdb")}, log, nil); err == nil || !strings.Contains(err.Error(), "GEOIP_ASN_DB") {
 		t.Errorf("a missing ASN file: %v", err)
 	}
 

@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/httpapi"
-	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // httpDeps are what serve made before the HTTP server.
@@ -28,9 +28,9 @@ type httpDeps struct {
 	Getenv func(string) string
 }
 
-// newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded,
-// answering from db (and asnDB when there is one).
-func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) (*apiserver.Server[struct{}], *httpapi.API, error) {
+// newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded, and
+// the answer engine it serves, answering from db (and asnDB when there is one).
+func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) (*apiserver.Server[struct{}], *answer.Engine, error) {
 	srv, err := apiserver.New(apiserver.Config[struct{}]{
 		Settings:       &cfg.Settings,
 		Redis:          deps.Redis,
@@ -49,12 +49,12 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 	if err != nil {
 		return nil, nil, err
 	}
-	var answers httpapi.DB = db
+	var src answer.Source = db
 	if asnDB != nil {
-		answers = &dbfile.WithASN{City: db, ASN: asnDB}
+		src = &dbfile.WithASN{City: db, ASN: asnDB}
 	}
-	api, err := httpapi.New(srv, answers, httpapi.Options{MaxAge: cfg.CacheMaxAge, CacheSize: cfg.CacheSize})
-	if err != nil {
+	answers := answer.New(src, answer.Options{CacheSize: cfg.CacheSize})
+	if _, err := httpapi.New(srv, answers, httpapi.Options{MaxAge: cfg.CacheMaxAge}); err != nil {
 		return nil, nil, err
 	}
 	srv.AddReadinessCheck("database", func(context.Context) error {
@@ -63,38 +63,5 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 		}
 		return nil
 	})
-	return srv, api, nil
-}
-
-// serveHTTP answers HTTP requests from db until ctx ends or SIGINT/SIGTERM, then drains.
-func serveHTTP(ctx context.Context, cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) error {
-	srv, api, err := newHTTPServer(cfg, db, asnDB, deps)
-	if err != nil {
-		return err
-	}
-	swaps, stop := db.Subscribe()
-	defer stop()
-	var asnSwaps <-chan lookup.Info // nil without an ASN database: never ready
-	if asnDB != nil {
-		ch, stopASN := asnDB.Subscribe()
-		defer stopASN()
-		asnSwaps = ch
-	}
-	go func() {
-		for {
-			select {
-			case <-swaps:
-				// Answers of the old database are never served (they carry its version);
-				// dropping them frees the memory at once.
-				api.Purge()
-			case <-asnSwaps:
-				api.Purge()
-			case <-ctx.Done():
-				return
-			case <-srv.Done():
-				return
-			}
-		}
-	}()
-	return srv.Run(ctx)
+	return srv, answers, nil
 }

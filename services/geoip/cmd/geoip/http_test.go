@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,16 +24,14 @@ func TestHTTPServerWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	log := slog.New(slog.DiscardHandler)
 	reg := apiserver.NewRegistry()
-	db, err := openDatabase(ctx, cfg, log, reg, tz.New())
+	db, _, err := openDatabase(cfg, log, reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, api, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg, Getenv: env})
+	srv, answers, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg, Getenv: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +64,7 @@ func TestHTTPServerWiring(t *testing.T) {
 	if _, doc := get("/openapi.json", "127.0.0.1:1", nil); !strings.Contains(doc, "DB-IP") || !strings.Contains(doc, `"/{ip}/json/"`) {
 		t.Errorf("/openapi.json lacks the attribution or the endpoints")
 	}
-	if api.CacheLen() == 0 {
+	if answers.CacheLen() == 0 {
 		t.Errorf("the lookup was not cached")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 
+	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/asn"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/convert"
@@ -39,7 +41,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "geoip:", err)
@@ -47,74 +49,257 @@ func main() {
 	}
 }
 
-// run dispatches a subcommand; env reads the environment (os.Getenv outside tests).
-func run(ctx context.Context, args []string, env func(string) string) error {
+// usage is what `geoip help` prints: the subcommands, their flags and the environment.
+const usage = `geoip: the IP location service (ipapi.co's API).
+
+Usage:
+  geoip [serve]               serve the HTTP API (the default)
+  geoip convert -o OUT.BIN [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...
+                              write an IP2Location DB11 BIN file from MMDB city databases
+                              and IP2Location CSV files
+  geoip healthcheck           exit 0 when the local server's /healthz answers 200
+                              (for Docker: the images have no shell or curl)
+  geoip help                  print this help (also -h, --help)
+
+convert flags:
+  -o FILE       output BIN file (required)
+  -sample       keep only a small sample (well-known resolvers, one network per region)
+                and no index: the embedded sample
+  -date DATE    build date to write, YYYY-MM-DD (default: the newest input's)
+
+serve and healthcheck take no flags: configuration comes from the environment.
+
+Environment (serve):
+  GEOIP_DB                  database file, .BIN (IP2Location) or .mmdb (default: the
+                            embedded DB-IP sample)
+  GEOIP_ASN_DB              autonomous-system database (GeoLite2-ASN or DB-IP ASN Lite
+                            .mmdb) filling asn and org (default: none, both empty)
+  GEOIP_WATCH_INTERVAL      how often the database files are checked for changes (5s)
+  IP2LOCATION_TOKEN, IP2LOCATION_PRODUCT
+                            download and install updates (e.g. DB11LITEBINIPV6); both or
+                            neither (default: off)
+  GEOIP_UPDATE_INTERVAL     time between downloads (24h, at least 1m)
+  IP2LOCATION_DOWNLOAD_URL  download endpoint (https://www.ip2location.com/download/)
+  GEOIP_UPDATE_DIR          where downloads go when GEOIP_DB is unset (user cache dir)
+  GEOIP_CACHE_MAX_AGE       Cache-Control max-age of explicit-address answers (1h)
+  GEOIP_CACHE_SIZE          answers of hot addresses kept in memory, 0 to disable (65536)
+  GOGC, GOMEMLIMIT          the Go collector (geoip's defaults: 400, and 3 KiB per cached
+                            answer, at least 64 MiB)
+  PORT, HOST                where to listen (3001, 127.0.0.1); healthcheck reads PORT
+  APP_ENV (or NODE_ENV)     development or production (development)
+  LOG_LEVEL                 debug, info, warn or error (info)
+  REDIS_URL                 Redis for the rate-limit counters (default: in memory)
+  RATE_LIMIT_MAX, RATE_LIMIT_WINDOW, RATE_LIMIT_ALLOW, RATE_LIMIT_FAIL_CLOSED
+                            the per-client limit (100 per 15m), addresses exempt from it,
+                            and whether a Redis outage refuses requests (false)
+  TRUSTED_PROXIES           proxies whose X-Forwarded-For names the caller (none)
+  CORS_ORIGIN               origins allowed to call from a browser (*)
+  SHUTDOWN_TIMEOUT          how long requests in flight may finish on SIGTERM (10s)
+  METRICS_ENABLED           serve /metrics (true)
+  API_TOKEN                 the library's static bearer token (none)
+
+Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database files.
+`
+
+// run is the whole program behind main, so a test can drive it with its own arguments,
+// environment, output and context.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || isHelp(args[0])) {
 		cmd, args = args[0], args[1:]
 	}
-	switch cmd {
-	case "serve":
-		return serve(ctx, args, env)
-	case "convert":
-		return convertCmd(args, os.Stdout)
-	case "healthcheck":
-		return healthcheck(ctx, env)
-	default:
-		return fmt.Errorf("unknown subcommand %q (want serve, convert or healthcheck)", cmd)
+	switch {
+	case cmd == "serve":
+		return serve(ctx, args, getenv, stdout, stderr)
+	case cmd == "convert":
+		return convertCmd(args, stdout)
+	case cmd == "healthcheck":
+		if len(args) > 0 {
+			return fmt.Errorf("healthcheck takes no arguments, got %q", args)
+		}
+		return healthcheck(ctx, getenv)
+	case isHelp(cmd):
+		fmt.Fprint(stdout, usage)
+		return nil
 	}
+	return fmt.Errorf("unknown subcommand %q (want serve, convert, healthcheck or help)", cmd)
 }
 
-// serve runs the service, wired in one direction: settings, then the
-// Redis client (REDIS_URL) and the databases with their metrics, then the
-// answers and the HTTP server on them. It answers until ctx ends or
-// SIGINT/SIGTERM.
-func serve(ctx context.Context, args []string, env func(string) string) error {
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// App is the wired service, built in one direction: settings, then the Redis client, the
+// databases with their metrics, the answer engine and the HTTP server on it.
+type App struct {
+	Config config.Config
+	Log    *slog.Logger
+	// Registry holds the databases' metrics and the server's; /metrics serves it.
+	Registry *prometheus.Registry
+	// Redis holds the rate-limit counters (nil: in memory). App closes it last.
+	Redis   redis.UniversalClient
+	Zones   *tz.Finder
+	DB      *dbfile.Manager
+	ASN     *dbfile.Manager  // nil without GEOIP_ASN_DB
+	Updater *updater.Updater // nil without IP2LOCATION_TOKEN
+	Answers *answer.Engine
+	HTTP    *apiserver.Server[struct{}] // cmd/geoip/http.go
+}
+
+// Close stops the server (a no-op once it has stopped), then closes the databases and the
+// connection. The background work (Background) must have returned.
+func (a *App) Close() error {
+	errs := []error{a.HTTP.Stop(context.Background())}
+	if a.ASN != nil {
+		errs = append(errs, a.ASN.Close())
+	}
+	errs = append(errs, a.DB.Close())
+	if a.Redis != nil {
+		errs = append(errs, a.Redis.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// build reads the configuration and opens everything serve needs, starting nothing:
+// Background starts the work that runs beside the server.
+func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, err
+	}
+	app = &App{Config: cfg, Log: apiserver.NewLogger(cfg.Settings, logw), Registry: apiserver.NewRegistry(), Zones: tz.New()}
+	applyGC(cfg.GC) // before the databases fill the heap
+	// Whatever fails below, what was opened so far is released.
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+	if cfg.Settings.RedisURL != "" {
+		// Made for the limiter alone: its socket timeouts are the limiter's deadline and
+		// it does not retry, so the library batches its calls (autopipelining) and a hung
+		// Redis still frees the connection then.
+		if app.Redis, err = redisconn.OpenWith(cfg.Settings.RedisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout}); err != nil {
+			return nil, err
+		}
+		closers = append(closers, app.Redis.Close)
+	}
+	if app.DB, app.Updater, err = openDatabase(cfg, app.Log, app.Registry, app.Zones); err != nil {
+		return nil, err
+	}
+	closers = append(closers, app.DB.Close)
+	if app.ASN, err = openASN(cfg, app.Log, app.Registry); err != nil {
+		return nil, err
+	}
+	if app.ASN != nil {
+		closers = append(closers, app.ASN.Close)
+	}
+	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv}); err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+// Background runs the work beside the server until ctx ends: the databases' watchers
+// (reloading on a file change and on every value of hup, SIGHUP in serve), the updater,
+// the time zones' warm-up and the answer caches' purge on a swap. wait returns once every
+// goroutine it started has.
+func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()) {
+	var wg sync.WaitGroup
+	// One signal handler: each value of hup reloads both databases.
+	cityHup := make(chan os.Signal, 1)
+	asnHup := make(chan os.Signal, 1)
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sig := <-hup:
+				for _, ch := range []chan os.Signal{cityHup, asnHup} {
+					select {
+					case ch <- sig:
+					default: // a reload is pending already
+					}
+				}
+			}
+		}
+	})
+	wg.Go(func() { a.DB.Watch(ctx, cityHup) })
+	if a.ASN != nil {
+		wg.Go(func() { a.ASN.Watch(ctx, asnHup) })
+	}
+	if a.Updater != nil {
+		wg.Go(func() { a.Updater.Run(ctx) })
+	}
+	wg.Go(func() { warmZones(ctx, a.DB, a.Zones, a.Log) })
+	swaps, stop := a.DB.Subscribe()
+	var asnSwaps <-chan lookup.Info // nil without an ASN database: never ready
+	stopASN := func() {}
+	if a.ASN != nil {
+		asnSwaps, stopASN = a.ASN.Subscribe()
+	}
+	wg.Go(func() {
+		defer stop()
+		defer stopASN()
+		for {
+			select {
+			case <-swaps:
+				// Answers of the old data are never served (they carry its version);
+				// dropping them frees the memory at once.
+				a.Answers.Purge()
+			case <-asnSwaps:
+				a.Answers.Purge()
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return wg.Wait
+}
+
+// serve runs the service until ctx ends (SIGINT, SIGTERM), then drains the server and
+// waits for the background work before closing what build opened.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, logw io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	fs.Usage = func() { fmt.Fprint(stdout, usage) }
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments (configuration comes from the environment), got %q", fs.Args())
 	}
-	cfg, err := config.Load(env)
+	app, err := build(getenv, logw)
 	if err != nil {
 		return err
 	}
-	log := apiserver.NewLogger(cfg.Settings, os.Stderr)
-	log.Info("geoip starting", "config", cfg)
-	applyGC(cfg.GC)
-	var rdb redis.UniversalClient // the rate-limit counters' connection
-	if cfg.Settings.RedisURL != "" {
-		// Made for the limiter alone: its socket timeouts are the limiter's
-		// deadline and it does not retry, so the library batches its calls
-		// (autopipelining) and a hung Redis still frees the connection then.
-		rdb, err = redisconn.OpenWith(cfg.Settings.RedisURL, redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
-		if err != nil {
-			return err
-		}
-		defer rdb.Close() // after the server has stopped: deferred first, run last
-	}
-	reg := apiserver.NewRegistry()
-	db, err := openDatabase(ctx, cfg, log, reg, tz.New())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	asnDB, err := openASN(ctx, cfg, log, reg)
-	if err != nil {
-		return err
-	}
-	if asnDB != nil {
-		defer asnDB.Close()
-	}
-	return serveHTTP(ctx, cfg, db, asnDB, httpDeps{Log: log, Registry: reg, Redis: rdb, Getenv: env})
+	defer app.Close()
+	app.Log.Info("geoip starting", "config", app.Config)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	bg, cancel := context.WithCancel(ctx)
+	wait := app.Background(bg, hup)
+	err = app.HTTP.Run(ctx)
+	cancel()
+	wait()
+	app.Log.Info("geoip stopped")
+	return err
 }
 
-// openASN loads GEOIP_ASN_DB when it is set, watched and reloaded (SIGHUP, file change)
-// like the city database, and registers its metrics on reg when it is not nil; nil when
-// GEOIP_ASN_DB is not set.
-func openASN(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
+// openASN opens GEOIP_ASN_DB when it is set, with its metrics on reg when reg is not nil;
+// nil when GEOIP_ASN_DB is not set. App.Background watches it.
+func openASN(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
 	if cfg.ASNPath == "" {
 		log.Info("GEOIP_ASN_DB not set; asn and org are answered empty")
 		return nil, nil
@@ -135,18 +320,12 @@ func openASN(ctx context.Context, cfg config.Config, log *slog.Logger, reg prome
 			return nil, fmt.Errorf("register ASN database metrics: %w", err)
 		}
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		m.Watch(ctx, hup)
-	}()
 	return m, nil
 }
 
-// openDatabase builds the database manager with its watcher, SIGHUP handler and updater,
-// all stopped by ctx, and registers their metrics on reg when it is not nil.
-func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, error) {
+// openDatabase opens the city database and, with IP2LOCATION_TOKEN, its updater, with
+// their metrics on reg when reg is not nil. App.Background runs the watcher and updater.
+func openDatabase(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, *updater.Updater, error) {
 	path := cfg.DBPath
 	if path == "" && cfg.Token != "" {
 		// A database downloaded by an earlier run beats the sample.
@@ -165,44 +344,33 @@ func openDatabase(ctx context.Context, cfg config.Config, log *slog.Logger, reg 
 		Logger:       log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if reg != nil {
 		if err := db.RegisterMetrics(reg); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("register database metrics: %w", err)
+			return nil, nil, fmt.Errorf("register database metrics: %w", err)
 		}
 	}
-	var up *updater.Updater
-	if cfg.Token != "" {
-		up, err = updater.New(updater.Config{
-			Token:    cfg.Token,
-			Product:  cfg.Product,
-			Interval: cfg.UpdateInterval,
-			Target:   cfg.UpdateTarget(),
-			URL:      cfg.DownloadURL,
-			Logger:   log,
-		}, db)
-		if err == nil && reg != nil {
-			err = up.RegisterMetrics(reg)
-		}
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
+	if cfg.Token == "" {
+		return db, nil, nil
 	}
-	// Nothing can fail from here on: start the background work.
-	go warmZones(ctx, db, zones, log)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		db.Watch(ctx, hup)
-	}()
-	if up != nil {
-		go up.Run(ctx)
+	up, err := updater.New(updater.Config{
+		Token:    cfg.Token,
+		Product:  cfg.Product,
+		Interval: cfg.UpdateInterval,
+		Target:   cfg.UpdateTarget(),
+		URL:      cfg.DownloadURL,
+		Logger:   log,
+	}, db)
+	if err == nil && reg != nil {
+		err = up.RegisterMetrics(reg)
 	}
-	return db, nil
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, up, nil
 }
 
 // warmZones loads the time zone polygons (some 60 MB, a moment) before the first request
@@ -238,6 +406,9 @@ func convertCmd(args []string, stdout io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h: the usage is printed
+		}
 		return err
 	}
 	if *out == "" || fs.NArg() == 0 {

@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,18 +38,18 @@ func TestHealthcheck(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	env := envOf(map[string]string{"PORT": port})
-	if err := run(context.Background(), []string{"healthcheck"}, env); err != nil {
+	if err := run(context.Background(), []string{"healthcheck"}, env, io.Discard, io.Discard); err != nil {
 		t.Errorf("healthy server: %v", err)
 	}
 	status = http.StatusServiceUnavailable
-	if err := run(context.Background(), []string{"healthcheck"}, env); err == nil {
+	if err := run(context.Background(), []string{"healthcheck"}, env, io.Discard, io.Discard); err == nil {
 		t.Error("unhealthy server passed")
 	}
 	srv.Close()
-	if err := run(context.Background(), []string{"healthcheck"}, env); err == nil {
+	if err := run(context.Background(), []string{"healthcheck"}, env, io.Discard, io.Discard); err == nil {
 		t.Error("no server passed")
 	}
-	if err := run(context.Background(), []string{"healthcheck"}, envOf(map[string]string{"PORT": "http"})); err == nil {
+	if err := run(context.Background(), []string{"healthcheck"}, envOf(map[string]string{"PORT": "http"}), io.Discard, io.Discard); err == nil {
 		t.Error("bad PORT passed")
 	}
 }
@@ -57,14 +59,14 @@ func TestConvertSubcommand(t *testing.T) {
 	in := filepath.Join(dir, "db1.csv")
 	os.WriteFile(in, []byte("\"134744064\",\"134744319\",\"US\",\"United States of America\"\n"), 0o644)
 	out := filepath.Join(dir, "out.BIN")
-	if err := run(context.Background(), []string{"convert", "-o", out, "-date", "2026-06-05", in}, envOf(nil)); err != nil {
+	if err := run(context.Background(), []string{"convert", "-o", out, "-date", "2026-06-05", in}, envOf(nil), io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
 		t.Fatalf("no output: %v", err)
 	}
 	for _, args := range [][]string{{"convert", in}, {"convert", "-o", out}, {"convert", "-o", out, "-date", "june", in}} {
-		if err := run(context.Background(), args, envOf(nil)); err == nil {
+		if err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard); err == nil {
 			t.Errorf("%v succeeded", args)
 		}
 	}
@@ -79,7 +81,7 @@ func TestServeLoadsAndStops(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			if err := run(ctx, nil, envOf(env)); err != nil {
+			if err := run(ctx, nil, envOf(env), io.Discard, io.Discard); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -105,7 +107,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		"bad log level":   {"LOG_LEVEL": "loud"},
 		"bad environment": {"APP_ENV": "staging"},
 	} {
-		err := run(context.Background(), []string{"serve"}, envOf(env))
+		err := run(context.Background(), []string{"serve"}, envOf(env), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%s: accepted", name)
 			continue
@@ -116,7 +118,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			}
 		}
 	}
-	if err := run(context.Background(), []string{"frobnicate"}, envOf(nil)); err == nil {
+	if err := run(context.Background(), []string{"frobnicate"}, envOf(nil), io.Discard, io.Discard); err == nil {
 		t.Error("unknown subcommand accepted")
 	}
 }
@@ -131,11 +133,15 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	db, err := openDatabase(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, tz.New())
+	db, up, err := openDatabase(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel, deferred later
+	wg.Go(func() { up.Run(ctx) })
+	defer cancel()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -207,4 +213,78 @@ func TestApplyGCSetsTheCollector(t *testing.T) {
 	if l := debug.SetMemoryLimit(-1); l != 1<<30 {
 		t.Errorf("memory limit %d, want GOMEMLIMIT's %d", l, 1<<30)
 	}
+}
+
+// Help names every subcommand, the convert flags and the environment serve reads, on
+// stdout, and succeeds: however it is asked for.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"-help"}, {"serve", "--help"}, {"serve", "-h"}} {
+		var stdout, stderr strings.Builder
+		if err := run(context.Background(), args, envOf(nil), &stdout, &stderr); err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		out := stdout.String()
+		for _, want := range []string{"geoip [serve]", "geoip convert", "geoip healthcheck", "geoip help",
+			"-o FILE", "-sample", "-date", "GEOIP_DB", "GEOIP_ASN_DB", "GEOIP_WATCH_INTERVAL", "IP2LOCATION_TOKEN",
+			"IP2LOCATION_PRODUCT", "GEOIP_UPDATE_INTERVAL", "IP2LOCATION_DOWNLOAD_URL", "GEOIP_UPDATE_DIR",
+			"GEOIP_CACHE_MAX_AGE", "GEOIP_CACHE_SIZE", "GOGC", "GOMEMLIMIT", "PORT", "HOST", "APP_ENV", "LOG_LEVEL",
+			"REDIS_URL", "RATE_LIMIT_MAX", "TRUSTED_PROXIES", "CORS_ORIGIN", "SIGHUP"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: the help lacks %q", args, want)
+			}
+		}
+		if strings.Contains(stderr.String(), "flag: help requested") || strings.Contains(out, "Usage of serve") {
+			t.Errorf("%v: the flag package's text: %q %q", args, out, stderr.String())
+		}
+	}
+	var stdout strings.Builder
+	if err := run(context.Background(), []string{"convert", "-h"}, envOf(nil), &stdout, io.Discard); err != nil {
+		t.Errorf("convert -h: %v", err)
+	}
+}
+
+// backgroundFuncs are functions only serve's background goroutines run.
+var backgroundFuncs = []string{"main.(*App).Background", "dbfile.(*Manager).Watch", "main.warmZones", "updater.(*Updater).Run"}
+
+// serve returns only once every goroutine it started has: none of them is left running
+// the moment run returns, with both databases, the updater and the signal fan-out started.
+func TestServeWaitsForItsGoroutines(t *testing.T) {
+	dir := t.TempDir()
+	asnPath := filepath.Join(dir, "asn.mmdb")
+	writeASN(t, asnPath, "Google LLC")
+	env := envOf(map[string]string{"PORT": "0", "GEOIP_WATCH_INTERVAL": "10ms", "GEOIP_ASN_DB": asnPath,
+		"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEBINIPV6", "GEOIP_UPDATE_DIR": dir,
+		"IP2LOCATION_DOWNLOAD_URL": "http://127.0.0.1:1/download/"}) // never the real service from a test
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, env, io.Discard, io.Discard) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !goroutinesRunning(backgroundFuncs...) {
+		if time.Now().After(deadline) {
+			t.Fatal("serve's background work did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the watchers poll, the updater tries once
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if goroutinesRunning(backgroundFuncs...) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines left after serve returned:\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// goroutinesRunning reports whether a goroutine's stack holds any of funcs.
+func goroutinesRunning(funcs ...string) bool {
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range funcs {
+		if strings.Contains(stacks, f) {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,14 +24,17 @@ import (
 func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
 
 	zones := tz.New()
-	db, err := openDatabase(ctx, config.Config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
+	db, _, err := openDatabase(config.Config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	wg.Go(func() { warmZones(ctx, db, zones, log) })
 	if !db.Info().ZoneNames {
 		t.Fatal("the embedded sample does not name every zone")
 	}
@@ -68,11 +72,12 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	}
 	f.Close()
 	zones2 := tz.New()
-	db2, err := openDatabase(ctx, config.Config{DBPath: path, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
+	db2, _, err := openDatabase(config.Config{DBPath: path, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db2.Close()
+	wg.Go(func() { warmZones(ctx, db2, zones2, log) })
 	deadline := time.Now().Add(60 * time.Second)
 	for !zones2.Loaded() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

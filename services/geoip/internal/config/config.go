@@ -52,7 +52,7 @@ type Config struct {
 // are off the heap; about 6 MB under random addresses) and every request
 // allocates a few kilobytes, so at Go's default GOGC=100 the collector ran
 // every few megabytes, 5-6 % of the server's CPU under random addresses
-// (docs/benchmarks.md, issue 16 round 4). geoip lets the heap grow to
+// (pprof under bench/scripts/geoip-http.sh). geoip lets the heap grow to
 // DefaultGCPercent of the live heap between collections instead, under a
 // soft limit (DefaultMemoryLimit) that bounds the heap when the answer
 // cache is full. GOGC and GOMEMLIMIT, when set, are Go's as documented in

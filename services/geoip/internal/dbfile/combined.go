@@ -42,6 +42,11 @@ func (w *WithASN) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
 	return rec, lease, nil
 }
 
+// Keys is nil: a location's encoding holds its asn and org, which the city row's key does
+// not determine, so answers with an ASN database are built from the record every time
+// (services/geoip/README.md says what that costs).
+func (w *WithASN) Keys() lookup.KeyedSource { return nil }
+
 // Version changes when either database is replaced.
 func (w *WithASN) Version() string {
 	city, as := w.City.Version(), w.ASN.Version()

@@ -508,3 +508,7 @@ func (d movedDB) Info() lookup.Info {
 	info.Source = d.path
 	return info
 }
+
+// Keys is m itself: its LocationKey answers for the database serving, reporting no key
+// when that database has none (an MMDB file), so the answer engine asks it per request.
+func (m *Manager) Keys() lookup.KeyedSource { return m }

@@ -103,7 +103,7 @@ func TestConditionalRequests(t *testing.T) {
 }
 
 func TestCacheControl(t *testing.T) {
-	s := newTestServer(t, newFixtureDB(), withOptions(func(o *Options) { o.MaxAge = 10 * time.Minute }))
+	s := newTestServer(t, newFixtureDB(), withOptions(func(o *testOptions) { o.MaxAge = 10 * time.Minute }))
 	rows := []row{
 		{name: "explicit", req: request{path: "/81.2.69.1/json/"}, status: 200, headers: map[string]string{"Cache-Control": "public, max-age=600"}},
 		{name: "explicit field", req: request{path: "/81.2.69.1/city/"}, status: 200, headers: map[string]string{"Cache-Control": "public, max-age=600"}},
@@ -121,7 +121,7 @@ func TestCacheControl(t *testing.T) {
 func TestAnswerCache(t *testing.T) {
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	db := newFixtureDB()
-	s := newTestServer(t, db, withOptions(func(o *Options) {
+	s := newTestServer(t, db, withOptions(func(o *testOptions) {
 		o.CacheSize = 64
 		o.CacheTTL = time.Minute
 		o.Now = func() time.Time { return now }
@@ -144,8 +144,8 @@ func TestAnswerCache(t *testing.T) {
 	if n := lookups("/json/", "/city/", "/yaml/"); n != 2 { // the default peer is another Berlin address
 		t.Errorf("caller three times: %d lookups, want 2", n)
 	}
-	if n := lookups("/81.2.69.2/json/", "/81.2.69.3/json/", "/81.2.69.4/json/"); n != 3 || s.api.CacheLen() != 2 {
-		t.Errorf("3 addresses asked once: %d lookups, %d answers cached; want 3 and only the 2 hot ones", n, s.api.CacheLen())
+	if n := lookups("/81.2.69.2/json/", "/81.2.69.3/json/", "/81.2.69.4/json/"); n != 3 || s.answers.CacheLen() != 2 {
+		t.Errorf("3 addresses asked once: %d lookups, %d answers cached; want 3 and only the 2 hot ones", n, s.answers.CacheLen())
 	}
 	if n := lookups("/10.0.0.1/json/", "/10.0.0.1/json/"); n != 0 {
 		t.Errorf("reserved: %d lookups, want 0", n)
@@ -155,9 +155,9 @@ func TestAnswerCache(t *testing.T) {
 	if n := lookups("/81.2.69.1/json/"); n != 1 {
 		t.Errorf("after a database change: %d lookups, want 1 (no answer of the old database is served)", n)
 	}
-	s.api.Purge()
-	if s.api.CacheLen() != 0 {
-		t.Errorf("%d answers after Purge", s.api.CacheLen())
+	s.answers.Purge()
+	if s.answers.CacheLen() != 0 {
+		t.Errorf("%d answers after Purge", s.answers.CacheLen())
 	}
 	if n := lookups("/81.2.69.1/json/", "/81.2.69.1/json/"); n != 1 {
 		t.Errorf("after Purge: %d lookups, want 1", n)
@@ -171,14 +171,14 @@ func TestAnswerCache(t *testing.T) {
 	for i := range 1000 {
 		lookups(fmt.Sprintf("/81.2.%d.%d/json/", i/250, i%250+1))
 	}
-	if n := s.api.CacheLen(); n > 64 {
+	if n := s.answers.CacheLen(); n > 64 {
 		t.Errorf("%d answers cached, want at most 64", n)
 	}
 }
 
 func TestAnswerCacheDisabled(t *testing.T) {
 	db := newFixtureDB()
-	s := newTestServer(t, db, withOptions(func(o *Options) { o.CacheSize = -1 }))
+	s := newTestServer(t, db, withOptions(func(o *testOptions) { o.CacheSize = -1 }))
 	s.get("/81.2.69.1/json/")
 	s.get("/81.2.69.1/json/")
 	if n := db.lookups.Load(); n != 2 {
@@ -365,5 +365,14 @@ func TestDocsDeclareEveryEndpoint(t *testing.T) {
 	}
 	if _, ok := doc.Paths["/{ip}/json/"]["get"].Responses["304"]; !ok {
 		t.Errorf("304 not documented")
+	}
+}
+
+func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
+	for _, p := range []string{"/", "/json/", "/8.8.8.8/json/", "/a/b/c", "//x", "/unknown"} {
+		r := &httpRequestStub{path: p}
+		if to, ok := slashRedirect(r.request()); ok {
+			t.Errorf("%s redirected to %s", p, to)
+		}
 	}
 }

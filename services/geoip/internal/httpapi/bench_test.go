@@ -6,14 +6,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"sync"
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
-	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
@@ -35,7 +33,7 @@ func BenchmarkExplicitJSON(b *testing.B) {
 	for _, d := range dbs {
 		for _, cache := range []int{-1, 1 << 16} {
 			b.Run(fmt.Sprintf("db=%s/cache=%d", d.name, cache), func(b *testing.B) {
-				s := newTestServer(b, d.db(b), withOptions(func(o *Options) { o.CacheSize = cache }), production)
+				s := newTestServer(b, d.db(b), withOptions(func(o *testOptions) { o.CacheSize = cache }), production)
 				r := rand.New(rand.NewPCG(1, 2))
 				paths := make([]string, 1<<16)
 				for i := range paths {
@@ -60,7 +58,7 @@ func BenchmarkExplicitJSON(b *testing.B) {
 // production runs the server as bench/scripts/geoip-http.sh does: in production (outside
 // it the library also decodes every JSON answer to check it, which would dominate the
 // figures) with the loopback load generator exempt from the rate limit.
-func production(c *apiserver.Config[struct{}], _ *Options) {
+func production(c *apiserver.Config[struct{}], _ *testOptions) {
 	c.RateLimitAllow = []string{"127.0.0.1"}
 	c.Getenv = func(k string) string {
 		if k == "APP_ENV" {
@@ -98,7 +96,7 @@ func BenchmarkAnswerJSON(b *testing.B) {
 	if path == "" {
 		b.Skip("GEOIP_BENCH_DB (a BIN, e.g. the full DB-IP one) is not set")
 	}
-	s := newTestServer(b, openBenchDB(b, path), withOptions(func(o *Options) { o.CacheSize = -1 }), production)
+	s := newTestServer(b, openBenchDB(b, path), withOptions(func(o *testOptions) { o.CacheSize = -1 }), production)
 	r := rand.New(rand.NewPCG(1, 2))
 	random := make([]string, 1<<16)
 	for i := range random {
@@ -117,27 +115,6 @@ func BenchmarkAnswerJSON(b *testing.B) {
 					b.Fatal(ans, err)
 				}
 				i++
-			}
-		})
-	}
-}
-
-// BenchmarkAppendJSON encodes one located record, with the country's keys copied from
-// countryTable (facts) and written field by field (fields), for the side-by-side cost.
-func BenchmarkAppendJSON(b *testing.B) {
-	rec := lookup.Record{Country: "DE", Region: "Bavaria", City: "Munich (Moosach)", TimeZone: "Europe/Berlin",
-		UTCOffset: "+0100", Latitude: 48.1769, Longitude: 11.5327, HasLocation: true, Network: netip.MustParsePrefix("5.6.0.0/16")}
-	loc, _ := newLocation(netip.MustParseAddr("5.6.7.8"), rec, nil)
-	plain := loc
-	plain.facts = nil
-	buf := make([]byte, 0, 1024)
-	for _, c := range []struct {
-		name string
-		loc  *Location
-	}{{"facts", &loc}, {"fields", &plain}} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				buf = appendJSON(buf[:0], c.loc)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/sample"
@@ -87,24 +88,40 @@ func (f *fixtureDB) setFail(err error) {
 	f.mu.Unlock()
 }
 
+// DB is what the tests answer from: a fixture, or a dbfile.Manager (which is an
+// answer.Source itself, with its location keys).
+type DB interface {
+	Lookup(addr netip.Addr) (lookup.Record, error)
+	Version() string
+}
+
 // testServer is one API on its own apiserver.
 type testServer struct {
-	t   testing.TB
-	srv *apiserver.Server[struct{}]
-	api *API
+	t       testing.TB
+	srv     *apiserver.Server[struct{}]
+	api     *API
+	answers *answer.Engine
 	// contract checks every answer against the service's own document
 	// (nil in benchmarks and fuzz targets).
 	contract *openapitest.Validator
 }
 
-type serverOption func(*apiserver.Config[struct{}], *Options)
-
-func trustedProxies(cidrs ...string) serverOption {
-	return func(c *apiserver.Config[struct{}], _ *Options) { c.TrustedProxies = cidrs }
+// testOptions are the API's options (MaxAge) and its answer engine's.
+type testOptions struct {
+	MaxAge    time.Duration
+	CacheSize int
+	CacheTTL  time.Duration
+	Now       func() time.Time
 }
 
-func withOptions(f func(*Options)) serverOption {
-	return func(_ *apiserver.Config[struct{}], o *Options) { f(o) }
+type serverOption func(*apiserver.Config[struct{}], *testOptions)
+
+func trustedProxies(cidrs ...string) serverOption {
+	return func(c *apiserver.Config[struct{}], _ *testOptions) { c.TrustedProxies = cidrs }
+}
+
+func withOptions(f func(*testOptions)) serverOption {
+	return func(_ *apiserver.Config[struct{}], o *testOptions) { f(o) }
 }
 
 func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
@@ -116,7 +133,7 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 		Logger:         slog.New(slog.DiscardHandler),
 		RateLimitMax:   1 << 30, // the tests send many requests from one peer
 	}
-	var o Options
+	var o testOptions
 	for _, opt := range opts {
 		opt(&cfg, &o)
 	}
@@ -124,11 +141,16 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := New(srv, db, o)
+	src, ok := db.(answer.Source)
+	if !ok {
+		src = answer.Records(db)
+	}
+	answers := answer.New(src, answer.Options{CacheSize: o.CacheSize, CacheTTL: o.CacheTTL, Now: o.Now})
+	api, err := New(srv, answers, Options{MaxAge: o.MaxAge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{t: t, srv: srv, api: api}
+	ts := &testServer{t: t, srv: srv, api: api, answers: answers}
 	if _, ok := t.(*testing.T); ok {
 		v, err := openapitest.FromHandler(srv.Handler())
 		if err != nil {

@@ -8,7 +8,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/services/geoip/internal/answer"
 )
+
+// Location is the answer for one address, as every format writes it (internal/answer).
+type Location = answer.Location
 
 // format is a representation of the whole record.
 type format struct {
@@ -34,11 +38,11 @@ var formats = []format{
 // csvLayout documents the CSV columns, read from the one field list every format walks.
 func csvLayout() string {
 	var always, optional []string
-	for i := range fields {
-		if fields[i].optional {
-			optional = append(optional, fields[i].name)
+	for _, k := range answer.Keys() {
+		if k.Optional {
+			optional = append(optional, k.Name)
 		} else {
-			always = append(always, fields[i].name)
+			always = append(always, k.Name)
 		}
 	}
 	return "RFC 4180 with CRLF line ends: a header line and a value line. Columns, in this order: " +
@@ -57,34 +61,9 @@ type batchHeaders struct {
 	CacheControl string `header:"Cache-Control" required:"true" enum:"no-store"`
 }
 
-// textFields are the plain-text field endpoints: every JSON key plus ipapi.co's latlong.
-var textFields = func() map[string]func(*Location) string {
-	m := map[string]func(*Location) string{
-		"latlong": func(l *Location) string { return formatCoord(l.Latitude) + "," + formatCoord(l.Longitude) },
-	}
-	for i := range fields {
-		f := &fields[i]
-		if !f.optional {
-			m[f.name] = f.text
-		}
-	}
-	return m
-}()
-
-// textFieldNames lists them in documentation order.
-var textFieldNames = func() []string {
-	var names []string
-	for _, f := range fields {
-		if f.optional {
-			continue
-		}
-		names = append(names, f.name)
-		if f.name == "longitude" {
-			names = append(names, "latlong")
-		}
-	}
-	return names
-}()
+// textFieldNames are the plain-text field endpoints, in documentation order: every JSON
+// key plus ipapi.co's latlong.
+var textFieldNames = answer.TextFieldNames()
 
 // Inputs. The address is a plain string, checked by the handler rather than by a format
 // tag, so that an invalid one gets ipapi.co's error keys and not only the library's
@@ -169,7 +148,7 @@ func (a *API) register() {
 		// wildcard would cost every lookup gin's way back (two allocations).
 		PathValues: map[string][]string{"field": textFieldNames},
 	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (textAnswer, error) {
-		get := textFields[in.Field] // one of PathValues: the others are not routed
+		get, _ := answer.TextField(in.Field) // one of PathValues: the others are not routed
 		addr, err := parseAddr(in.IP)
 		if err != nil {
 			return textAnswer{}, err
@@ -177,7 +156,7 @@ func (a *API) register() {
 		return a.serveText(addr, public, get)
 	})
 	for _, name := range textFieldNames {
-		get := textFields[name]
+		get, _ := answer.TextField(name)
 		apiserver.Register(a.srv, apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + name + "/", Tags: []string{tagCaller},
 			Summary:  "The caller's " + name + ", as plain text",
@@ -199,17 +178,15 @@ func (a *API) register() {
 			"reserved addresses get reserved: true. More than 100 addresses is a 400.",
 	}, func(c *apiserver.Context[struct{}], in *batchInput) (apiserver.Response[batchHeaders, []Location], error) {
 		out := make([]Location, len(in.Body))
-		var ans answer
 		for i, text := range in.Body {
 			addr, err := lookupParse(text)
 			if err != nil {
-				out[i] = invalidLocation(text)
+				out[i] = answer.Invalid(text)
 				continue
 			}
-			if err := a.resolve(addr, &ans, true); err != nil {
+			if out[i], _, err = a.answers.Record(addr); err != nil {
 				return apiserver.Response[batchHeaders, []Location]{}, err
 			}
-			out[i] = ans.loc
 		}
 		return apiserver.Response[batchHeaders, []Location]{Header: batchHeaders{CacheControl: "no-store"}, Body: out}, nil
 	})
@@ -246,36 +223,40 @@ func (a *API) serveCaller(c *apiserver.Context[struct{}], f format, callback str
 }
 
 func (a *API) serveRecord(addr netip.Addr, sc scope, f format, callback string) (recordAnswer, error) {
-	var ans answer
-	if err := a.resolve(addr, &ans, f.name != "json" && f.name != "jsonp"); err != nil {
+	if f.name == "json" || f.name == "jsonp" {
+		body, tag, version, err := a.answers.Answer(addr)
+		if err != nil {
+			return recordAnswer{}, err
+		}
+		if f.name == "jsonp" {
+			body, tag = answer.AppendJSONP(make([]byte, 0, len(body)+len(callback)+8), callback, body), ""
+		}
+		return respond[Location](a, sc, version, f.contentType, body, tag), nil
+	}
+	loc, version, err := a.answers.Record(addr)
+	if err != nil {
 		return recordAnswer{}, err
 	}
 	var body []byte
-	var tag string
 	switch f.name {
-	case "json":
-		body, tag = ans.json, ans.etag
-	case "jsonp":
-		body = appendJSONP(make([]byte, 0, len(ans.json)+len(callback)+8), callback, ans.json)
 	case "xml":
-		body = appendXML(nil, &ans.loc)
+		body = answer.AppendXML(nil, &loc)
 	case "csv":
-		var err error
-		if body, err = appendCSV(nil, &ans.loc); err != nil {
+		if body, err = answer.AppendCSV(nil, &loc); err != nil {
 			return recordAnswer{}, err
 		}
 	case "yaml":
-		body = appendYAML(nil, &ans.loc)
+		body = answer.AppendYAML(nil, &loc)
 	}
-	return respond[Location](a, sc, ans.version, f.contentType, body, tag), nil
+	return respond[Location](a, sc, version, f.contentType, body, ""), nil
 }
 
 func (a *API) serveText(addr netip.Addr, sc scope, get func(*Location) string) (textAnswer, error) {
-	var ans answer
-	if err := a.resolve(addr, &ans, true); err != nil {
+	loc, version, err := a.answers.Record(addr)
+	if err != nil {
 		return textAnswer{}, err
 	}
-	return respond[string](a, sc, ans.version, "text/plain; charset=utf-8", []byte(get(&ans.loc)), ""), nil
+	return respond[string](a, sc, version, "text/plain; charset=utf-8", []byte(get(&loc)), ""), nil
 }
 
 // callerPaths are the one-segment paths that exist with a trailing slash.

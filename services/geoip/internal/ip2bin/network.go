@@ -179,7 +179,7 @@ func largestBlock(addr netip.Addr, ip, from, last u128, width int) netip.Prefix 
 // them. The file's own index has /16 blocks, which on the full DB-IP data hold 56 rows on
 // average and thousands in dense blocks, so a lookup then probes 6 or more rows scattered
 // over 160 MB, each a cache miss; a /20 block holds 3.5 rows on average, one or two probes
-// in adjacent memory, for a 4 MiB index (docs/benchmarks.md, issue 16 round 5).
+// in adjacent memory, for a 4 MiB index (BenchmarkAnswerJSON/random, docs/benchmarks.md).
 const fineShift4 = 12
 
 // buildFine4 returns the IPv4 index of a file held in memory: entry b is the row holding

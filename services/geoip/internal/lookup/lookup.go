@@ -91,7 +91,7 @@ type LocationKey [28]byte
 
 // KeyedDB is an InPlaceDB that can name the location data of an address's row without
 // decoding it, so that an answer built from that data can be reused for every address of
-// every row that shares it (internal/httpapi keeps such answers' encodings).
+// every row that shares it (internal/answer keeps such answers' encodings).
 type KeyedDB interface {
 	InPlaceDB
 	// LocationKey returns the key of addr's row and that row's network; ok is false when
@@ -101,6 +101,23 @@ type KeyedDB interface {
 	// LookupKeyed is LookupInPlace that also returns the key of the row the record was
 	// read from, found by the same search; keyed is false where LocationKey reports no key.
 	LookupKeyed(addr netip.Addr) (rec Record, key LocationKey, keyed bool, err error)
+}
+
+// KeyedSource is a source of answers whose rows have location keys (dbfile.Manager over a
+// KeyedDB, swapped in and out with reloads): the answer engine (internal/answer) then
+// encodes the location data of a row once and reuses it for every address whose row
+// shares it. A key means something only in the database version it was read from.
+type KeyedSource interface {
+	// LocationKey returns the key of addr's row and that row's network in the data
+	// serving now, with its version; ok is false when that data cannot key addr.
+	LocationKey(addr netip.Addr) (key LocationKey, network netip.Prefix, version string, ok bool)
+	// BorrowKeyed reads addr's record in place (its strings valid until the lease is
+	// released) with its row's key when it has one (keyed), and the version of the
+	// data both came from.
+	BorrowKeyed(addr netip.Addr) (rec Record, key LocationKey, version string, keyed bool, lease Lease, err error)
+	// OffsetEnd is when (Unix nanoseconds) the UTC offset given to records of the named
+	// zone at t stops holding (math.MaxInt64: never).
+	OffsetEnd(zone string, t time.Time) int64
 }
 
 // Lease keeps the database a record was read from open; Release ends it, after which the

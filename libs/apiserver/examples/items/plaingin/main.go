@@ -1,5 +1,5 @@
 // Command plaingin is the comparison point of the items example's
-// throughput benchmark (wrkbench.sh, docs/benchmarks.md "Issue 14"): it
+// throughput benchmark (wrkbench.sh, docs/benchmarks.md, libs/apiserver): it
 // serves package floor (plain gin, the same items through c.JSON) on -addr.
 package main
 

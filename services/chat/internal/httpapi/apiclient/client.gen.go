@@ -148,16 +148,28 @@ func (e CreateCommandBodyUserLevel) Valid() bool {
 
 // Defines values for CreateFilterBodyAction.
 const (
-	CreateFilterBodyActionBlock CreateFilterBodyAction = "block"
-	CreateFilterBodyActionMask  CreateFilterBodyAction = "mask"
+	CreateFilterBodyActionBan     CreateFilterBodyAction = "ban"
+	CreateFilterBodyActionBlock   CreateFilterBodyAction = "block"
+	CreateFilterBodyActionHold    CreateFilterBodyAction = "hold"
+	CreateFilterBodyActionMask    CreateFilterBodyAction = "mask"
+	CreateFilterBodyActionStrike  CreateFilterBodyAction = "strike"
+	CreateFilterBodyActionTimeout CreateFilterBodyAction = "timeout"
 )
 
 // Valid indicates whether the value is a known member of the CreateFilterBodyAction enum.
 func (e CreateFilterBodyAction) Valid() bool {
 	switch e {
+	case CreateFilterBodyActionBan:
+		return true
 	case CreateFilterBodyActionBlock:
 		return true
+	case CreateFilterBodyActionHold:
+		return true
 	case CreateFilterBodyActionMask:
+		return true
+	case CreateFilterBodyActionStrike:
+		return true
+	case CreateFilterBodyActionTimeout:
 		return true
 	default:
 		return false
@@ -271,16 +283,28 @@ func (e CreatedUserRole) Valid() bool {
 
 // Defines values for FilterAction.
 const (
-	FilterActionBlock FilterAction = "block"
-	FilterActionMask  FilterAction = "mask"
+	FilterActionBan     FilterAction = "ban"
+	FilterActionBlock   FilterAction = "block"
+	FilterActionHold    FilterAction = "hold"
+	FilterActionMask    FilterAction = "mask"
+	FilterActionStrike  FilterAction = "strike"
+	FilterActionTimeout FilterAction = "timeout"
 )
 
 // Valid indicates whether the value is a known member of the FilterAction enum.
 func (e FilterAction) Valid() bool {
 	switch e {
+	case FilterActionBan:
+		return true
 	case FilterActionBlock:
 		return true
+	case FilterActionHold:
+		return true
 	case FilterActionMask:
+		return true
+	case FilterActionStrike:
+		return true
+	case FilterActionTimeout:
 		return true
 	default:
 		return false
@@ -332,6 +356,24 @@ func (e FilterMinRole) Valid() bool {
 	case FilterMinRoleViewer:
 		return true
 	case FilterMinRoleVip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HeldMessageReason.
+const (
+	HeldMessageReasonFilter       HeldMessageReason = "filter"
+	HeldMessageReasonFirstMessage HeldMessageReason = "first_message"
+)
+
+// Valid indicates whether the value is a known member of the HeldMessageReason enum.
+func (e HeldMessageReason) Valid() bool {
+	switch e {
+	case HeldMessageReasonFilter:
+		return true
+	case HeldMessageReasonFirstMessage:
 		return true
 	default:
 		return false
@@ -505,17 +547,65 @@ type BanBody struct {
 
 // Channel defines model for Channel.
 type Channel struct {
+	// AutoShield The raid watch: auto_shield_first_chatters senders never seen in the channel within a minute turn shield mode on for shield_quiet_seconds
+	AutoShield bool `json:"auto_shield"`
+
+	// AutoShieldFirstChatters The raid watch's threshold per minute (0: the default, 30)
+	AutoShieldFirstChatters int64 `json:"auto_shield_first_chatters"`
+
+	// FirstMessageReview A sender's first message in the channel is held for review
+	FirstMessageReview bool `json:"first_message_review"`
+
+	// MinAccountAgeSeconds Accounts younger than this may not send (403 account_too_new, until); 0 is off
+	MinAccountAgeSeconds int64 `json:"min_account_age_seconds"`
+
 	// Name Examples: general
 	Name string `json:"name"`
 
+	// Shield Shield mode switched on by a moderator
+	Shield bool `json:"shield"`
+
+	// ShieldActive Shield mode is in force now (switched on, or by the raid watch until shield_until): slow mode at least 10 s, first-message review, accounts at least an hour old
+	ShieldActive bool `json:"shield_active"`
+
+	// ShieldQuietSeconds How long an automatic shield lasts after the last trip, and how long a moderator's off keeps the watch quiet (0: the default, 300)
+	ShieldQuietSeconds int64 `json:"shield_quiet_seconds"`
+
+	// ShieldUntil End of an automatic shield, unless the raid watch trips again
+	ShieldUntil *time.Time `json:"shield_until,omitempty"`
+
 	// SlowModeSeconds Least seconds between two messages of one sender below vip; 0 is off
 	SlowModeSeconds int64 `json:"slow_mode_seconds"`
+
+	// UniqueChat The same text from the same sender within 30 s is refused (429 unique_chat)
+	UniqueChat bool `json:"unique_chat"`
 }
 
 // ChannelPatchBody defines model for ChannelPatchBody.
 type ChannelPatchBody struct {
+	// AutoShield The raid watch: turn shield mode on by itself when first-time chatters flood in
+	AutoShield *bool `json:"auto_shield,omitempty"`
+
+	// AutoShieldFirstChatters First-time chatters per minute that trip the raid watch (0: the default, 30)
+	AutoShieldFirstChatters *int64 `json:"auto_shield_first_chatters,omitempty"`
+
+	// FirstMessageReview Hold a sender's first message in the channel for review
+	FirstMessageReview *bool `json:"first_message_review,omitempty"`
+
+	// MinAccountAgeSeconds Accounts younger than this may not send; 0 is off
+	MinAccountAgeSeconds *int64 `json:"min_account_age_seconds,omitempty"`
+
+	// Shield Switch shield mode on or off (announced as a shield_mode event); off also ends an automatic shield and keeps the raid watch quiet for shield_quiet_seconds
+	Shield *bool `json:"shield,omitempty"`
+
+	// ShieldQuietSeconds 60..86400 seconds an automatic shield lasts after the last trip (0: the default, 300)
+	ShieldQuietSeconds *int64 `json:"shield_quiet_seconds,omitempty"`
+
 	// SlowModeSeconds Least seconds between two messages of one sender below vip; 0 turns slow mode off
 	SlowModeSeconds *int64 `json:"slow_mode_seconds,omitempty"`
+
+	// UniqueChat Refuse the same text from the same sender within 30 s
+	UniqueChat *bool `json:"unique_chat,omitempty"`
 }
 
 // ChannelRole defines model for ChannelRole.
@@ -634,7 +724,7 @@ type CreateCommandBodyUserLevel string
 
 // CreateFilterBody defines model for CreateFilterBody.
 type CreateFilterBody struct {
-	// Action block: refuse the message (422); mask: store it with the match replaced by *
+	// Action block: refuse the message (422); mask: store it with the match replaced by *; timeout: refuse and time the sender out for timeout_seconds; ban: refuse and ban the sender; strike: refuse and count a strike in the channel (1st warn, 2nd 60 s timeout, 3rd 10 min, 4th ban; strikes are forgotten a day after the last); hold: keep the message for review (202), nobody else sees it. The sender of a refused message gets 422 with reason (the filter kind) and consequence
 	Action *CreateFilterBodyAction `json:"action,omitempty"`
 
 	// Channel Make it that channel's own filter (managed by its moderators; run after the platform-wide ones on sends there). Absent: platform-wide (a platform-wide moderator)
@@ -656,9 +746,12 @@ type CreateFilterBody struct {
 
 	// Threshold caps: percent of capitals above which a message matches (default 70)
 	Threshold *int64 `json:"threshold,omitempty"`
+
+	// TimeoutSeconds timeout: seconds the sender is timed out, 1..1209600 (default 600); only with action timeout
+	TimeoutSeconds *int64 `json:"timeout_seconds,omitempty"`
 }
 
-// CreateFilterBodyAction block: refuse the message (422); mask: store it with the match replaced by *
+// CreateFilterBodyAction block: refuse the message (422); mask: store it with the match replaced by *; timeout: refuse and time the sender out for timeout_seconds; ban: refuse and ban the sender; strike: refuse and count a strike in the channel (1st warn, 2nd 60 s timeout, 3rd 10 min, 4th ban; strikes are forgotten a day after the last); hold: keep the message for review (202), nobody else sees it. The sender of a refused message gets 422 with reason (the filter kind) and consequence
 type CreateFilterBodyAction string
 
 // CreateFilterBodyKind blocked_term: whole words, '*' only at the start or end; regex: RE2, at most 256 bytes; links: URLs and bare domains; caps: share of capital letters
@@ -744,6 +837,7 @@ type FieldError struct {
 
 // Filter defines model for Filter.
 type Filter struct {
+	// Action What a match does, in the filter's scope: a channel's own filter times out or bans in that channel only
 	Action FilterAction `json:"action"`
 
 	// Channel The channel whose own filter this is; absent: platform-wide
@@ -765,9 +859,12 @@ type Filter struct {
 
 	// Threshold caps: percent of capitals above which a message matches
 	Threshold *int64 `json:"threshold,omitempty"`
+
+	// TimeoutSeconds timeout: seconds the sender is timed out
+	TimeoutSeconds *int64 `json:"timeout_seconds,omitempty"`
 }
 
-// FilterAction defines model for Filter.Action.
+// FilterAction What a match does, in the filter's scope: a channel's own filter times out or bans in that channel only
 type FilterAction string
 
 // FilterKind defines model for Filter.Kind.
@@ -780,6 +877,37 @@ type FilterMinRole string
 type FilterList struct {
 	Filters []Filter `json:"filters"`
 }
+
+// HeldList defines model for HeldList.
+type HeldList struct {
+	Held []HeldMessage `json:"held"`
+}
+
+// HeldMessage defines model for HeldMessage.
+type HeldMessage struct {
+	// Channel Examples: general
+	Channel   string    `json:"channel"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt Dropped unreviewed then (an hour after it was sent)
+	ExpiresAt time.Time `json:"expires_at"`
+	FilterId  *string   `json:"filter_id,omitempty"`
+
+	// Id Review id in the channel (not a message id)
+	//
+	// Examples: 7
+	Id int64 `json:"id"`
+
+	// Reason filter: a hold filter (filter_id); first_message: first-message review or shield mode
+	Reason HeldMessageReason `json:"reason"`
+
+	// Text What the sender wrote
+	Text string  `json:"text"`
+	User UserRef `json:"user"`
+}
+
+// HeldMessageReason filter: a hold filter (filter_id); first_message: first-message review or shield mode
+type HeldMessageReason string
 
 // InChannel defines model for InChannel.
 type InChannel struct {
@@ -907,6 +1035,9 @@ type SentMessage struct {
 
 	// DeletedAt When the message was deleted
 	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+
+	// Held Answered 202: the message waits for review and nothing was stored (id is 0); a moderator approves or denies it May be null.
+	Held *HeldMessage `json:"held,omitempty"`
 
 	// Id Increases by one per message in its channel; use it as a cursor (before, after)
 	//
@@ -1171,7 +1302,7 @@ type ClientInterface interface {
 
 	// PatchApiV1ChannelsChannelWithBody Change channel settings
 	//
-	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1180,12 +1311,33 @@ type ClientInterface interface {
 
 	// PatchApiV1ChannelsChannel Change channel settings
 	//
-	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /api/v1/channels/{channel} (the `PatchApiV1ChannelsChannel` operationId).
 	PatchApiV1ChannelsChannel(ctx context.Context, channel string, body PatchApiV1ChannelsChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApiV1ChannelsChannelHeld The review queue
+	//
+	// Messages held by a `hold` filter, first-message review or shield mode, oldest first. At most 200 per channel; each is dropped an hour after it was sent. Needs `review_held_messages` (moderator or higher).
+	//
+	// Corresponds with GET /api/v1/channels/{channel}/held (the `GetApiV1ChannelsChannelHeld` operationId).
+	GetApiV1ChannelsChannelHeld(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteApiV1ChannelsChannelHeldId Deny a held message
+	//
+	// Drops it: nobody else ever sees it. Needs `review_held_messages` (moderator or higher).
+	//
+	// Corresponds with DELETE /api/v1/channels/{channel}/held/{id} (the `DeleteApiV1ChannelsChannelHeldId` operationId).
+	DeleteApiV1ChannelsChannelHeldId(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostApiV1ChannelsChannelHeldIdApprove Approve a held message
+	//
+	// Stores the message with the text its sender wrote and delivers it now; it leaves the queue. Approved twice at once, it is stored once (409 for the second). Needs `review_held_messages` (moderator or higher).
+	//
+	// Corresponds with POST /api/v1/channels/{channel}/held/{id}/approve (the `PostApiV1ChannelsChannelHeldIdApprove` operationId).
+	PostApiV1ChannelsChannelHeldIdApprove(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetApiV1ChannelsChannelRoles Roles given in a channel
 	//
@@ -1317,7 +1469,7 @@ type ClientInterface interface {
 
 	// PostApiV1MessagesSendWithBody Send a message
 	//
-	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1326,7 +1478,7 @@ type ClientInterface interface {
 
 	// PostApiV1MessagesSend Send a message
 	//
-	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1474,7 +1626,7 @@ func (c *Client) GetApiV1ChannelsChannel(ctx context.Context, channel string, re
 
 // PatchApiV1ChannelsChannelWithBody Change channel settings
 //
-// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1493,13 +1645,64 @@ func (c *Client) PatchApiV1ChannelsChannelWithBody(ctx context.Context, channel 
 
 // PatchApiV1ChannelsChannel Change channel settings
 //
-// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /api/v1/channels/{channel} (the `PatchApiV1ChannelsChannel` operationId).
 func (c *Client) PatchApiV1ChannelsChannel(ctx context.Context, channel string, body PatchApiV1ChannelsChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPatchApiV1ChannelsChannelRequest(c.Server, channel, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApiV1ChannelsChannelHeld The review queue
+//
+// Messages held by a `hold` filter, first-message review or shield mode, oldest first. At most 200 per channel; each is dropped an hour after it was sent. Needs `review_held_messages` (moderator or higher).
+//
+// Corresponds with GET /api/v1/channels/{channel}/held (the `GetApiV1ChannelsChannelHeld` operationId).
+func (c *Client) GetApiV1ChannelsChannelHeld(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApiV1ChannelsChannelHeldRequest(c.Server, channel)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteApiV1ChannelsChannelHeldId Deny a held message
+//
+// Drops it: nobody else ever sees it. Needs `review_held_messages` (moderator or higher).
+//
+// Corresponds with DELETE /api/v1/channels/{channel}/held/{id} (the `DeleteApiV1ChannelsChannelHeldId` operationId).
+func (c *Client) DeleteApiV1ChannelsChannelHeldId(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteApiV1ChannelsChannelHeldIdRequest(c.Server, channel, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostApiV1ChannelsChannelHeldIdApprove Approve a held message
+//
+// Stores the message with the text its sender wrote and delivers it now; it leaves the queue. Approved twice at once, it is stored once (409 for the second). Needs `review_held_messages` (moderator or higher).
+//
+// Corresponds with POST /api/v1/channels/{channel}/held/{id}/approve (the `PostApiV1ChannelsChannelHeldIdApprove` operationId).
+func (c *Client) PostApiV1ChannelsChannelHeldIdApprove(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostApiV1ChannelsChannelHeldIdApproveRequest(c.Server, channel, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1800,7 +2003,7 @@ func (c *Client) GetApiV1Messages(ctx context.Context, params *GetApiV1MessagesP
 
 // PostApiV1MessagesSendWithBody Send a message
 //
-// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1819,7 +2022,7 @@ func (c *Client) PostApiV1MessagesSendWithBody(ctx context.Context, params *Post
 
 // PostApiV1MessagesSend Send a message
 //
-// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2184,6 +2387,122 @@ func NewPatchApiV1ChannelsChannelRequestWithBody(server string, channel string, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetApiV1ChannelsChannelHeldRequest constructs an http.Request for the GetApiV1ChannelsChannelHeld method
+func NewGetApiV1ChannelsChannelHeldRequest(server string, channel string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/held", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteApiV1ChannelsChannelHeldIdRequest constructs an http.Request for the DeleteApiV1ChannelsChannelHeldId method
+func NewDeleteApiV1ChannelsChannelHeldIdRequest(server string, channel string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/held/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostApiV1ChannelsChannelHeldIdApproveRequest constructs an http.Request for the PostApiV1ChannelsChannelHeldIdApprove method
+func NewPostApiV1ChannelsChannelHeldIdApproveRequest(server string, channel string, id int64) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "channel", channel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/channels/%s/held/%s/approve", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3414,7 +3733,7 @@ type ClientWithResponsesInterface interface {
 
 	// PatchApiV1ChannelsChannelWithBodyWithResponse Change channel settings
 	//
-	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3423,12 +3742,39 @@ type ClientWithResponsesInterface interface {
 
 	// PatchApiV1ChannelsChannelWithResponse Change channel settings
 	//
-	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+	// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /api/v1/channels/{channel} (the `PatchApiV1ChannelsChannel` operationId).
 	PatchApiV1ChannelsChannelWithResponse(ctx context.Context, channel string, body PatchApiV1ChannelsChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchApiV1ChannelsChannelResponse, error)
+
+	// GetApiV1ChannelsChannelHeldWithResponse The review queue
+	//
+	// Messages held by a `hold` filter, first-message review or shield mode, oldest first. At most 200 per channel; each is dropped an hour after it was sent. Needs `review_held_messages` (moderator or higher).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/channels/{channel}/held (the `GetApiV1ChannelsChannelHeld` operationId).
+	GetApiV1ChannelsChannelHeldWithResponse(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*GetApiV1ChannelsChannelHeldResponse, error)
+
+	// DeleteApiV1ChannelsChannelHeldIdWithResponse Deny a held message
+	//
+	// Drops it: nobody else ever sees it. Needs `review_held_messages` (moderator or higher).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/channels/{channel}/held/{id} (the `DeleteApiV1ChannelsChannelHeldId` operationId).
+	DeleteApiV1ChannelsChannelHeldIdWithResponse(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*DeleteApiV1ChannelsChannelHeldIdResponse, error)
+
+	// PostApiV1ChannelsChannelHeldIdApproveWithResponse Approve a held message
+	//
+	// Stores the message with the text its sender wrote and delivers it now; it leaves the queue. Approved twice at once, it is stored once (409 for the second). Needs `review_held_messages` (moderator or higher).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/channels/{channel}/held/{id}/approve (the `PostApiV1ChannelsChannelHeldIdApprove` operationId).
+	PostApiV1ChannelsChannelHeldIdApproveWithResponse(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*PostApiV1ChannelsChannelHeldIdApproveResponse, error)
 
 	// GetApiV1ChannelsChannelRolesWithResponse Roles given in a channel
 	//
@@ -3576,7 +3922,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1MessagesSendWithBodyWithResponse Send a message
 	//
-	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3585,7 +3931,7 @@ type ClientWithResponsesInterface interface {
 
 	// PostApiV1MessagesSendWithResponse Send a message
 	//
-	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+	// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4050,6 +4396,518 @@ func (r PatchApiV1ChannelsChannelResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PatchApiV1ChannelsChannelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApiV1ChannelsChannelHeldResponse200Headers the declared response headers of an HTTP 200 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse400Headers the declared response headers of an HTTP 400 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse401Headers the declared response headers of an HTTP 401 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse403Headers the declared response headers of an HTTP 403 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse429Headers the declared response headers of an HTTP 429 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse500Headers the declared response headers of an HTTP 500 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetApiV1ChannelsChannelHeldResponse503Headers the declared response headers of an HTTP 503 response for GetApiV1ChannelsChannelHeld
+type GetApiV1ChannelsChannelHeldResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type GetApiV1ChannelsChannelHeldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HeldList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApiV1ChannelsChannelHeldResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetApiV1ChannelsChannelHeldResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetApiV1ChannelsChannelHeldResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetApiV1ChannelsChannelHeldResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApiV1ChannelsChannelHeldResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApiV1ChannelsChannelHeldResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApiV1ChannelsChannelHeldResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON200() *HeldList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetApiV1ChannelsChannelHeldResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApiV1ChannelsChannelHeldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApiV1ChannelsChannelHeldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApiV1ChannelsChannelHeldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApiV1ChannelsChannelHeldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse204Headers the declared response headers of an HTTP 204 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse204Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse400Headers the declared response headers of an HTTP 400 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse401Headers the declared response headers of an HTTP 401 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse403Headers the declared response headers of an HTTP 403 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse404Headers the declared response headers of an HTTP 404 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse500Headers the declared response headers of an HTTP 500 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// DeleteApiV1ChannelsChannelHeldIdResponse503Headers the declared response headers of an HTTP 503 response for DeleteApiV1ChannelsChannelHeldId
+type DeleteApiV1ChannelsChannelHeldIdResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type DeleteApiV1ChannelsChannelHeldIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteApiV1ChannelsChannelHeldIdResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteApiV1ChannelsChannelHeldIdResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteApiV1ChannelsChannelHeldIdResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteApiV1ChannelsChannelHeldIdResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteApiV1ChannelsChannelHeldIdResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteApiV1ChannelsChannelHeldIdResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteApiV1ChannelsChannelHeldIdResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteApiV1ChannelsChannelHeldIdResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteApiV1ChannelsChannelHeldIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse201Headers the declared response headers of an HTTP 201 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse201Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse400Headers the declared response headers of an HTTP 400 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse401Headers the declared response headers of an HTTP 401 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse401Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	WWWAuthenticate    string
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse403Headers the declared response headers of an HTTP 403 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse404Headers the declared response headers of an HTTP 404 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse404Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse409Headers the declared response headers of an HTTP 409 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse409Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse429Headers the declared response headers of an HTTP 429 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse500Headers the declared response headers of an HTTP 500 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse500Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveResponse503Headers the declared response headers of an HTTP 503 response for PostApiV1ChannelsChannelHeldIdApprove
+type PostApiV1ChannelsChannelHeldIdApproveResponse503Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+
+type PostApiV1ChannelsChannelHeldIdApproveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Message
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorResponse
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorResponse
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *PostApiV1ChannelsChannelHeldIdApproveResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PostApiV1ChannelsChannelHeldIdApproveResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PostApiV1ChannelsChannelHeldIdApproveResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PostApiV1ChannelsChannelHeldIdApproveResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PostApiV1ChannelsChannelHeldIdApproveResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PostApiV1ChannelsChannelHeldIdApproveResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostApiV1ChannelsChannelHeldIdApproveResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PostApiV1ChannelsChannelHeldIdApproveResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PostApiV1ChannelsChannelHeldIdApproveResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON201() *Message {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON401() *ErrorResponse {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON403() *ErrorResponse {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON404() *ErrorResponse {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON429() *ErrorResponse {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostApiV1ChannelsChannelHeldIdApproveResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6134,6 +6992,14 @@ type PostApiV1MessagesSendResponse201Headers struct {
 	XRequestId         string
 }
 
+// PostApiV1MessagesSendResponse202Headers the declared response headers of an HTTP 202 response for PostApiV1MessagesSend
+type PostApiV1MessagesSendResponse202Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // PostApiV1MessagesSendResponse400Headers the declared response headers of an HTTP 400 response for PostApiV1MessagesSend
 type PostApiV1MessagesSendResponse400Headers struct {
 	RateLimitLimit     *int
@@ -6222,6 +7088,8 @@ type PostApiV1MessagesSendResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *SentMessage
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SentMessage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6244,6 +7112,8 @@ type PostApiV1MessagesSendResponse struct {
 	JSON503 *ErrorResponse
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *PostApiV1MessagesSendResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *PostApiV1MessagesSendResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *PostApiV1MessagesSendResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -6269,6 +7139,11 @@ type PostApiV1MessagesSendResponse struct {
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
 func (r PostApiV1MessagesSendResponse) GetJSON201() *SentMessage {
 	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r PostApiV1MessagesSendResponse) GetJSON202() *SentMessage {
+	return r.JSON202
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -8381,7 +9256,7 @@ func (c *ClientWithResponses) GetApiV1ChannelsChannelWithResponse(ctx context.Co
 
 // PatchApiV1ChannelsChannelWithBodyWithResponse Change channel settings
 //
-// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8396,7 +9271,7 @@ func (c *ClientWithResponses) PatchApiV1ChannelsChannelWithBodyWithResponse(ctx 
 
 // PatchApiV1ChannelsChannelWithResponse Change channel settings
 //
-// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Needs `manage_channel` (moderator or higher).
+// Slow mode: senders below vip wait `slow_mode_seconds` between messages (429 with `Retry-After`). Modes, for senders below vip: `first_message_review` holds a sender's first message in the channel for review; `min_account_age_seconds` refuses younger accounts (403 `account_too_new` with `until`); `unique_chat` refuses the same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket. Needs `manage_channel` (moderator or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8407,6 +9282,51 @@ func (c *ClientWithResponses) PatchApiV1ChannelsChannelWithResponse(ctx context.
 		return nil, err
 	}
 	return ParsePatchApiV1ChannelsChannelResponse(rsp)
+}
+
+// GetApiV1ChannelsChannelHeldWithResponse The review queue
+//
+// Messages held by a `hold` filter, first-message review or shield mode, oldest first. At most 200 per channel; each is dropped an hour after it was sent. Needs `review_held_messages` (moderator or higher).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/channels/{channel}/held (the `GetApiV1ChannelsChannelHeld` operationId).
+func (c *ClientWithResponses) GetApiV1ChannelsChannelHeldWithResponse(ctx context.Context, channel string, reqEditors ...RequestEditorFn) (*GetApiV1ChannelsChannelHeldResponse, error) {
+	rsp, err := c.GetApiV1ChannelsChannelHeld(ctx, channel, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApiV1ChannelsChannelHeldResponse(rsp)
+}
+
+// DeleteApiV1ChannelsChannelHeldIdWithResponse Deny a held message
+//
+// Drops it: nobody else ever sees it. Needs `review_held_messages` (moderator or higher).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/channels/{channel}/held/{id} (the `DeleteApiV1ChannelsChannelHeldId` operationId).
+func (c *ClientWithResponses) DeleteApiV1ChannelsChannelHeldIdWithResponse(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*DeleteApiV1ChannelsChannelHeldIdResponse, error) {
+	rsp, err := c.DeleteApiV1ChannelsChannelHeldId(ctx, channel, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteApiV1ChannelsChannelHeldIdResponse(rsp)
+}
+
+// PostApiV1ChannelsChannelHeldIdApproveWithResponse Approve a held message
+//
+// Stores the message with the text its sender wrote and delivers it now; it leaves the queue. Approved twice at once, it is stored once (409 for the second). Needs `review_held_messages` (moderator or higher).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/channels/{channel}/held/{id}/approve (the `PostApiV1ChannelsChannelHeldIdApprove` operationId).
+func (c *ClientWithResponses) PostApiV1ChannelsChannelHeldIdApproveWithResponse(ctx context.Context, channel string, id int64, reqEditors ...RequestEditorFn) (*PostApiV1ChannelsChannelHeldIdApproveResponse, error) {
+	rsp, err := c.PostApiV1ChannelsChannelHeldIdApprove(ctx, channel, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostApiV1ChannelsChannelHeldIdApproveResponse(rsp)
 }
 
 // GetApiV1ChannelsChannelRolesWithResponse Roles given in a channel
@@ -8651,7 +9571,7 @@ func (c *ClientWithResponses) GetApiV1MessagesWithResponse(ctx context.Context, 
 
 // PostApiV1MessagesSendWithBodyWithResponse Send a message
 //
-// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8666,7 +9586,7 @@ func (c *ClientWithResponses) PostApiV1MessagesSendWithBodyWithResponse(ctx cont
 
 // PostApiV1MessagesSendWithResponse Send a message
 //
-// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), filters (a blocking filter answers 422 and stores nothing; a masking filter stores and returns the masked text), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
+// Stores the message and answers 201 with it: a 201 means stored. In order: ban and timeout (403, with `until` for a timeout), the text (400: 1..500 characters, no control character but newline, no bidirectional override, at least one visible character), the channel's minimum account age (403), filters (a refusing filter answers 422 and stores nothing, a `hold` filter 202; a masking filter stores and returns the masked text), unique chat (429), first-message review (202), slow mode (429 with `Retry-After`), the per-user send limit (`CHAT_SEND_LIMIT`, 429; never the broadcaster), storage. A message starting with a command trigger makes the bot reply; the reply is stored too and returned as `reply`. Needs `send_messages` (viewer or higher).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9512,6 +10432,1043 @@ func ParsePatchApiV1ChannelsChannelResponse(rsp *http.Response) (*PatchApiV1Chan
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers PatchApiV1ChannelsChannelResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApiV1ChannelsChannelHeldResponse parses an HTTP response from a GetApiV1ChannelsChannelHeldWithResponse call
+func ParseGetApiV1ChannelsChannelHeldResponse(rsp *http.Response) (*GetApiV1ChannelsChannelHeldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApiV1ChannelsChannelHeldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HeldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApiV1ChannelsChannelHeldResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetApiV1ChannelsChannelHeldResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetApiV1ChannelsChannelHeldResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetApiV1ChannelsChannelHeldResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApiV1ChannelsChannelHeldResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApiV1ChannelsChannelHeldResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApiV1ChannelsChannelHeldResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteApiV1ChannelsChannelHeldIdResponse parses an HTTP response from a DeleteApiV1ChannelsChannelHeldIdWithResponse call
+func ParseDeleteApiV1ChannelsChannelHeldIdResponse(rsp *http.Response) (*DeleteApiV1ChannelsChannelHeldIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteApiV1ChannelsChannelHeldIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse204Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteApiV1ChannelsChannelHeldIdResponse503Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostApiV1ChannelsChannelHeldIdApproveResponse parses an HTTP response from a PostApiV1ChannelsChannelHeldIdApproveWithResponse call
+func ParsePostApiV1ChannelsChannelHeldIdApproveResponse(rsp *http.Response) (*PostApiV1ChannelsChannelHeldIdApproveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostApiV1ChannelsChannelHeldIdApproveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse201Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse400Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse401Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse404Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse409Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse500Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PostApiV1ChannelsChannelHeldIdApproveResponse503Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -13743,6 +15700,13 @@ func ParsePostApiV1MessagesSendResponse(rsp *http.Response) (*PostApiV1MessagesS
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SentMessage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest ErrorResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13854,6 +15818,37 @@ func ParsePostApiV1MessagesSendResponse(rsp *http.Response) (*PostApiV1MessagesS
 			headers.XRequestId = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers PostApiV1MessagesSendResponse202Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers PostApiV1MessagesSendResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

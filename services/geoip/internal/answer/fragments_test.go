@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"bytes"
@@ -24,21 +24,21 @@ import (
 // unkeyed hides a database's location keys: answers built the usual way, record by record.
 type unkeyed struct{ m *dbfile.Manager }
 
-func (u unkeyed) Lookup(addr netip.Addr) (lookup.Record, error) { return u.m.Lookup(addr) }
-func (u unkeyed) Version() string                               { return u.m.Version() }
+func (u unkeyed) Version() string          { return u.m.Version() }
+func (u unkeyed) Keys() lookup.KeyedSource { return nil }
 func (u unkeyed) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
 	return u.m.Borrow(addr)
 }
 
 // sameAnswersByLocation asks n random addresses (and their neighbours, which share rows)
-// of both families from an API that answers from location fragments and from one that
+// of both families from an engine that answers from location fragments and from one that
 // does not, and requires the same JSON and ETag; most answers must come from a fragment.
 func sameAnswersByLocation(t *testing.T, m *dbfile.Manager, n int) {
-	keyed := newTestServer(t, m, withOptions(func(o *Options) { o.CacheSize = -1 })) // no answer cache: every answer is a miss
-	keyed.api.keyed, keyed.api.frags = m, newFragmentCache(1<<12, time.Minute)
-	plain := newTestServer(t, unkeyed{m}, withOptions(func(o *Options) { o.CacheSize = -1 }))
-	if plain.api.keyed != nil || plain.api.frags != nil {
-		t.Fatal("the unkeyed API keys its answers")
+	keyed := New(m, Options{CacheSize: -1}) // no answer cache: every answer is a miss
+	keyed.keys, keyed.frags = m, newFragmentCache(1<<12, time.Minute)
+	plain := New(unkeyed{m}, Options{CacheSize: -1})
+	if plain.keys != nil || plain.frags != nil {
+		t.Fatal("the unkeyed engine keys its answers")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	hits := 0
@@ -55,18 +55,19 @@ func sameAnswersByLocation(t *testing.T, m *dbfile.Manager, n int) {
 			}
 			key, _, version, ok := m.LocationKey(a)
 			var f fragment
-			if ok && keyed.api.frags.get(&key, version, time.Now().UnixNano(), &f) {
+			if ok && keyed.frags.get(&key, version, time.Now().UnixNano(), &f) {
 				hits++
 			}
-			var got, want answer
-			if err := keyed.api.resolve(a, &got, false); err != nil {
+			got, gotTag, gotVersion, err := keyed.Answer(a)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := plain.api.resolve(a, &want, false); err != nil {
+			want, wantTag, wantVersion, err := plain.Answer(a)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got.json, want.json) || got.etag != want.etag || got.version != want.version {
-				t.Fatalf("%s: from its location's fragment\n%s %s\nwant\n%s %s", a, got.json, got.etag, want.json, want.etag)
+			if !bytes.Equal(got, want) || gotTag != wantTag || gotVersion != wantVersion {
+				t.Fatalf("%s: from its location's fragment\n%s %s\nwant\n%s %s", a, got, gotTag, want, wantTag)
 			}
 		}
 	}
@@ -109,7 +110,12 @@ func (f *keyedFake) Lookup(netip.Addr) (lookup.Record, error) {
 	return lookup.Record{Country: "US", City: "New York", Latitude: 40.7, Longitude: -74, HasLocation: true,
 		TimeZone: "America/New_York", UTCOffset: off, Network: netip.MustParsePrefix("8.8.8.0/24")}, nil
 }
-func (f *keyedFake) Version() string { return "v1" }
+func (f *keyedFake) Version() string          { return "v1" }
+func (f *keyedFake) Keys() lookup.KeyedSource { return f }
+func (f *keyedFake) Borrow(addr netip.Addr) (lookup.Record, lookup.Lease, error) {
+	rec, err := f.Lookup(addr)
+	return rec, noLease{}, err
+}
 func (f *keyedFake) LocationKey(netip.Addr) (lookup.LocationKey, netip.Prefix, string, bool) {
 	return lookup.LocationKey{1}, netip.MustParsePrefix("8.8.8.0/24"), f.version, true
 }
@@ -131,21 +137,21 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	end := time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)
 	now := end.Add(-30 * time.Second)
 	db := &keyedFake{now: &now, end: end, version: "v1"}
-	s := newTestServer(t, db, withOptions(func(o *Options) { o.Now = func() time.Time { return now } }))
-	if s.api.keyed == nil {
-		t.Fatal("the API does not use the database's location keys")
+	e := New(db, Options{Now: func() time.Time { return now }})
+	if e.keys == nil {
+		t.Fatal("the engine does not use the source's location keys")
 	}
-	if got, want := s.api.frags.size, 2*slotCount(1<<16); got != want {
+	if got, want := e.frags.size, 2*slotCount(1<<16); got != want {
 		t.Errorf("the default table holds %d fragments, want %d (twice the answers)", got, want)
 	}
 	ask := func(ip, wantOffset string, wantBorrows int64) {
 		t.Helper()
-		var ans answer
-		if err := s.api.resolve(netip.MustParseAddr(ip), &ans, false); err != nil {
+		body, _, _, err := e.Answer(netip.MustParseAddr(ip))
+		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Contains(ans.json, []byte(`"ip":"`+ip+`","network":"8.8.8.0/24"`)) || !bytes.Contains(ans.json, []byte(`"utc_offset":"`+wantOffset+`"`)) {
-			t.Errorf("%s at %s: %s, want utc_offset %s", ip, now, ans.json, wantOffset)
+		if !bytes.Contains(body, []byte(`"ip":"`+ip+`","network":"8.8.8.0/24"`)) || !bytes.Contains(body, []byte(`"utc_offset":"`+wantOffset+`"`)) {
+			t.Errorf("%s at %s: %s, want utc_offset %s", ip, now, body, wantOffset)
 		}
 		if n := db.borrows.Load(); n != wantBorrows {
 			t.Errorf("%s at %s: %d records looked up, want %d", ip, now, n, wantBorrows)
@@ -158,7 +164,7 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	ask("8.8.8.4", "-0500", 2)
 	now = now.Add(time.Minute)
 	ask("8.8.8.5", "-0500", 3) // the TTL ended
-	s.api.Purge()
+	e.Purge()
 	ask("8.8.8.6", "-0500", 4)
 	db.version = "v0" // keys of another database version: looked up as usual, not kept
 	ask("8.8.8.7", "-0500", 4)
@@ -180,7 +186,7 @@ func TestAppendHeadMatchesTheEncoder(t *testing.T) {
 			network = netip.MustParsePrefix(tc.network)
 			l.Network = network.String()
 		}
-		full := appendJSON(nil, &l)
+		full := appendJSON(nil, &l, nil)
 		head := appendHead(nil, addr, network)
 		if len(head) > maxHead || !bytes.HasPrefix(full, head) || full[len(head)] != ',' {
 			t.Errorf("%s in %q: head %s (%d bytes, at most %d), the encoder's answer %s", addr, tc.network, head, len(head), maxHead, full)
@@ -229,10 +235,10 @@ func TestFragmentsCutTheCountrysKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := netip.MustParseAddr("5.6.7.8")
 			loc, buf := newLocation(addr, tc.rec, nil)
-			var want answer
-			want.set(&loc, "v1", buf)
+			var spans runSpans
+			want := encode(&loc, "v1", buf, &spans)
 			var f fragment
-			kept := f.fill(want.json, addr, tc.rec.Network, loc.facts)
+			kept := f.fill(want.json, &spans, addr, tc.rec.Network, loc.facts)
 			if tc.country == nil {
 				if kept {
 					t.Fatalf("kept %d bytes of own keys (at most %d fit)", f.n, fragmentOwn)
@@ -250,8 +256,7 @@ func TestFragmentsCutTheCountrysKeys(t *testing.T) {
 				t.Fatalf("own keys (%d bytes) still hold the country's: %s", len(own), own)
 			}
 			f.expires = end.UnixNano()
-			var got answer
-			got.setFragment(addr, tc.rec.Network, "v1", &f)
+			got := fromFragment(addr, tc.rec.Network, "v1", &f)
 			if !bytes.Equal(got.json, want.json) || got.etag != want.etag {
 				t.Errorf("put together\n%s %s\nwant\n%s %s", got.json, got.etag, want.json, want.etag)
 			}

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"encoding/binary"
@@ -8,34 +8,36 @@ import (
 	"unsafe"
 )
 
-// answer is a located record with its JSON encoding and that encoding's ETag. A cached one
-// is shared read-only between requests and costs neither encoding nor hashing; the others
-// live on the stack of the request that built them.
-type answer struct {
-	loc     Location
+// entry is an encoded answer: the JSON and its ETag. A cached one is shared read-only
+// between requests and costs neither encoding nor hashing.
+type entry struct {
 	json    []byte
 	etag    string
-	version string     // database version the answer came from
+	version string     // of the data the answer came from
 	addr    netip.Addr // the cache key, set by put
 	expires int64      // unix nanoseconds; utc_offset moves with daylight saving
 }
 
-// set fills ans with loc, its JSON encoding and that encoding's ETag. The encoding and
-// the ETag are appended to buf (nil, or what newLocation returned, holding loc's address
-// texts), so that an uncached answer costs one allocation: the buffer.
-func (ans *answer) set(loc *Location, version string, buf []byte) {
+// encode makes the entry of loc: its JSON encoding and that encoding's ETag, appended to
+// buf (nil, or what newLocation returned, holding loc's address texts), so that an
+// uncached answer costs one allocation: the buffer. spans, when not nil, receives where
+// the country's runs of keys were written (see appendJSON).
+func encode(loc *Location, version string, buf []byte, spans *runSpans) entry {
 	if buf == nil {
 		buf = make([]byte, 0, answerBufSize)
 	}
 	start := len(buf)
-	buf = appendJSON(buf, loc)
+	buf = appendJSON(buf, loc, spans)
 	end := len(buf)
 	buf = appendETag(buf, version, buf[start:end])
+	if spans != nil {
+		for r := range spans {
+			spans[r][0] -= start
+			spans[r][1] -= start
+		}
+	}
 	// Three-index slice: nothing appended to the JSON can reach the ETag's bytes.
-	ans.json = buf[start:end:end]
-	ans.etag = unsafe.String(&buf[end], len(buf)-end)
-	ans.loc = *loc
-	ans.version = version
+	return entry{json: buf[start:end:end], etag: unsafe.String(&buf[end], len(buf)-end), version: version}
 }
 
 // answerBufSize holds a typical answer's address texts, JSON (about 600 bytes with every
@@ -58,7 +60,7 @@ type answerCache struct {
 	// random addresses every request misses; a miss then reads and writes one word of an
 	// array of 256 KiB, which stays in the CPU's caches, and not the answers' slots.
 	meta    []atomic.Uint32
-	answers []atomic.Pointer[answer]
+	answers []atomic.Pointer[entry]
 	mask    uint64
 	ttl     time.Duration
 }
@@ -70,7 +72,7 @@ func newAnswerCache(size int, ttl time.Duration) *answerCache {
 		return nil
 	}
 	n := slotCount(size)
-	return &answerCache{meta: make([]atomic.Uint32, n), answers: make([]atomic.Pointer[answer], n), mask: uint64(n - 1), ttl: ttl}
+	return &answerCache{meta: make([]atomic.Uint32, n), answers: make([]atomic.Pointer[entry], n), mask: uint64(n - 1), ttl: ttl}
 }
 
 // slotCount is size rounded up to a power of two, so that a hash masked by slotCount-1
@@ -119,7 +121,7 @@ func (c *answerCache) admit(addr netip.Addr) bool {
 }
 
 // get returns the answer for addr from database version, if fresh.
-func (c *answerCache) get(addr netip.Addr, version string, now time.Time) *answer {
+func (c *answerCache) get(addr netip.Addr, version string, now time.Time) *entry {
 	if c == nil {
 		return nil
 	}
@@ -136,8 +138,8 @@ func (c *answerCache) get(addr netip.Addr, version string, now time.Time) *answe
 	return a
 }
 
-// put stores a, which must not be shared yet (its expiry is set here).
-func (c *answerCache) put(addr netip.Addr, a *answer, now time.Time) {
+// put stores a, which must not be shared yet (its address and expiry are set here).
+func (c *answerCache) put(addr netip.Addr, a *entry, now time.Time) {
 	if c == nil {
 		return
 	}

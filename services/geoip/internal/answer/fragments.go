@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"bytes"
@@ -15,15 +15,6 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/offheap"
 )
-
-// keyedDB is a DB whose rows have location keys (dbfile.Manager over a BIN held in
-// memory): the JSON of a row's location data, everything after the address's own keys,
-// is then encoded once and reused for every address whose row shares that data.
-type keyedDB interface {
-	LocationKey(addr netip.Addr) (key lookup.LocationKey, network netip.Prefix, version string, ok bool)
-	BorrowKeyed(addr netip.Addr) (rec lookup.Record, key lookup.LocationKey, version string, keyed bool, lease lookup.Lease, err error)
-	OffsetEnd(zone string, t time.Time) int64
-}
 
 // fragment is the JSON of a location after the head fields (ip, network, version, which
 // belong to the address; see appendHead), from ,"city": to the closing brace as appendJSON
@@ -64,7 +55,7 @@ var _ = [1]struct{}{}[unsafe.Offsetof(fragment{}.own)-8*fragmentHead]
 // hash answered 85.8, 88.9 and 90.9 %. A hit costs neither the record's strings (cold
 // memory, scattered over the database), nor its time zone, region code and country facts,
 // nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU and a hit
-// 2 us (docs/benchmarks.md, issue 16 round 4), so the hit rate is worth the memory
+// 2 us (pprof under bench/scripts/geoip-http.sh), so the hit rate is worth the memory
 // (fragmentSize bytes a slot, 42 MB).
 //
 // A table belongs to one database version: a fragment's key means nothing in another
@@ -105,7 +96,7 @@ func newFragmentCache(size int, ttl time.Duration) *fragmentCache {
 // table returns the table of version, replacing one of another version. A request that
 // straddles a reload and keeps a fragment of the old version after one of the new was kept
 // swaps the tables back, losing what the other version kept: a few misses, never a
-// fragment of the wrong file (resolveByLocation keeps only the serving version's, which
+// fragment of the wrong file (byLocation keeps only the serving version's, which
 // makes that rare).
 func (c *fragmentCache) table(version string) *fragmentTable {
 	if t := c.tab.Load(); t != nil && t.version == version {
@@ -223,68 +214,67 @@ func (c *fragmentCache) purge() {
 	c.tab.Store(nil)
 }
 
-// resolveByLocation fills ans, an uncached JSON answer that will not be kept, from the
-// fragment of addr's location, looking the record up and keeping its fragment when there
-// is none yet. It reports false, having done nothing, when addr's row has no key in the
-// database serving (resolve then answers as usual).
-func (a *API) resolveByLocation(addr netip.Addr, version string, now time.Time, ans *answer) (bool, error) {
-	key, network, kver, ok := a.keyed.LocationKey(addr)
+// byLocation answers addr, an uncached JSON answer that will not be kept whole, from the
+// fragment of its location, looking the record up and keeping its fragment when there is
+// none yet. done is false, nothing having been done, when addr's row has no key in the data
+// serving (Answer then answers from the record).
+func (e *Engine) byLocation(addr netip.Addr, version string, now time.Time) (ent entry, done bool, err error) {
+	key, network, kver, ok := e.keys.LocationKey(addr)
 	if !ok || kver != version {
-		return false, nil
+		return entry{}, false, nil
 	}
 	var f fragment
-	if a.frags.get(&key, version, now.UnixNano(), &f) {
+	if e.frags.get(&key, version, now.UnixNano(), &f) {
 		if !f.found {
 			network = netip.Prefix{}
 		}
-		ans.setFragment(addr, network, version, &f)
-		return true, nil
+		return fromFragment(addr, network, version, &f), true, nil
 	}
-	rec, key, kver, keyed, lease, err := a.keyed.BorrowKeyed(addr)
+	rec, key, kver, keyed, lease, err := e.keys.BorrowKeyed(addr)
 	if err != nil {
-		return true, fmt.Errorf("look up %s: %w", addr, err)
+		return entry{}, true, fmt.Errorf("look up %s: %w", addr, err)
 	}
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
-	ans.set(&loc, version, buf)
-	if keyed && kver == version && kver == a.db.Version() { // not a file replaced since
-		if f.fill(ans.json, addr, rec.Network, loc.facts) {
+	var spans runSpans
+	ent = encode(&loc, version, buf, &spans)
+	if keyed && kver == version && kver == e.src.Version() { // not a file replaced since
+		if f.fill(ent.json, &spans, addr, rec.Network, loc.facts) {
 			f.key = key
-			f.expires = now.UnixNano() + a.frags.ttl
-			if end := a.keyed.OffsetEnd(loc.Timezone, now); end < f.expires {
+			f.expires = now.UnixNano() + e.frags.ttl
+			if end := e.keys.OffsetEnd(loc.Timezone, now); end < f.expires {
 				f.expires = end
 			}
-			a.frags.put(&f, kver)
+			e.frags.put(&f, kver)
 		}
 	}
-	ans.loc = Location{} // its strings may be the database's, released on return
-	return true, nil
+	return ent, true, nil
 }
 
 // fill makes f the fragment of json, the encoding of addr's record in network whose
-// country's runs are facts (nil: not from countryTable), with its key and expiry left for
-// the caller; false if json does not start with the head as appendHead writes it, or its
-// keys do not fit in a fragment.
-func (f *fragment) fill(json []byte, addr netip.Addr, network netip.Prefix, facts *countryJSON) bool {
+// country's runs are facts (nil: not from countryTable) and were written at spans, with
+// its key and expiry left for the caller; false if json does not start with the head as
+// appendHead writes it, or its keys do not fit in a fragment.
+func (f *fragment) fill(json []byte, spans *runSpans, addr netip.Addr, network netip.Prefix, facts *countryJSON) bool {
 	var scratch [maxHead]byte
 	head := appendHead(scratch[:0], addr, network)
 	if !bytes.HasPrefix(json, head) {
 		return false
 	}
-	tail := json[len(head):]
-	// The runs are found by their text: each starts with ,"key": and no string value can
-	// hold an unescaped quote, so the first match is where appendJSON wrote the run. A
-	// location of no country has the empty runs; one whose country the table lacks (its
-	// name from the database) has none to cut, and is not kept.
+	// A location of no country has the empty runs (noCountry); one whose country the
+	// table lacks (its name from the database) has runs of its own to cut, and is not kept.
 	if facts == nil {
 		facts = noCountry
+		if !bytes.Equal(json[spans[0][0]:spans[0][1]], facts.runs[0]) || !bytes.Equal(json[spans[1][0]:spans[1][1]], facts.runs[1]) {
+			return false
+		}
 	}
-	r0 := bytes.Index(tail, facts.runs[0])
-	r1 := bytes.Index(tail, facts.runs[1])
-	if r0 < 0 || r1 < r0+len(facts.runs[0]) {
+	r0, r1 := spans[0][0]-len(head), spans[1][0]-len(head)
+	if r0 < 0 || r1 < spans[0][1]-len(head) {
 		return false
 	}
-	mid, rest := tail[r0+len(facts.runs[0]):r1], tail[r1+len(facts.runs[1]):]
+	tail := json[len(head):]
+	mid, rest := tail[spans[0][1]-len(head):r1], tail[spans[1][1]-len(head):]
 	if r0+len(mid)+len(rest) > fragmentOwn {
 		return false
 	}
@@ -316,9 +306,9 @@ func appendHead(b []byte, addr netip.Addr, network netip.Prefix) []byte {
 	return append(b, '"')
 }
 
-// setFragment fills ans with the JSON answer for addr in network whose location's
-// fragment is f, and its ETag, in one allocation; ans.loc stays empty.
-func (ans *answer) setFragment(addr netip.Addr, network netip.Prefix, version string, f *fragment) {
+// fromFragment is the JSON answer for addr in network whose location's fragment is f,
+// with its ETag, in one allocation.
+func fromFragment(addr netip.Addr, network netip.Prefix, version string, f *fragment) entry {
 	own, facts := f.own[:f.n], countryByIndex(int(f.country))
 	buf := make([]byte, 0, maxHead+len(own)+len(facts.runs[0])+len(facts.runs[1])+len(version)+19)
 	buf = appendHead(buf, addr, network)
@@ -329,8 +319,5 @@ func (ans *answer) setFragment(addr netip.Addr, network netip.Prefix, version st
 	buf = append(buf, own[f.cut[1]:]...)
 	end := len(buf)
 	buf = appendETag(buf, version, buf[:end])
-	ans.json = buf[:end:end]
-	ans.etag = unsafe.String(&buf[end], len(buf)-end)
-	ans.loc = Location{}
-	ans.version = version
+	return entry{json: buf[:end:end], etag: unsafe.String(&buf[end], len(buf)-end), version: version}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"bytes"
@@ -27,36 +27,52 @@ func TestAnswersKeptPastTheLeaseAreCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	s := newTestServer(t, m)
+	e := New(m, Options{})
+	jsonOf := func(ip string) string {
+		t.Helper()
+		body, _, _, err := e.Answer(netip.MustParseAddr(ip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(body)
+	}
+	xmlOf := func(ip string) string {
+		t.Helper()
+		loc, _, err := e.Record(netip.MustParseAddr(ip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(AppendXML(nil, &loc))
+	}
 
 	// 8.8.8.8 is asked twice, so its answer is cached (admission on the second miss).
-	s.get("/8.8.8.8/json/")
-	wantJSON := s.get("/8.8.8.8/json/").Body.String()
-	wantXML := s.get("/8.8.8.8/xml/").Body.String()
+	jsonOf("8.8.8.8")
+	wantJSON := jsonOf("8.8.8.8")
+	wantXML := xmlOf("8.8.8.8")
 	if !bytes.Contains([]byte(wantJSON), []byte(`"city":"Mountain View"`)) {
 		t.Fatalf("unexpected answer %s", wantJSON)
 	}
 	// A record resolved for another format, with the cache not involved.
-	var ans answer
-	if err := s.api.resolve(netip.MustParseAddr("9.9.9.9"), &ans, true); err != nil {
+	loc, _, err := e.Record(netip.MustParseAddr("9.9.9.9"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	city, region := ans.loc.City, ans.loc.Region
+	city, region := loc.City, loc.Region
 	if city == "" || region == "" {
-		t.Fatalf("9.9.9.9: %+v", ans.loc)
+		t.Fatalf("9.9.9.9: %+v", loc)
 	}
 	cityCopy, regionCopy := string([]byte(city)), string([]byte(region))
 
 	for i := range data {
 		data[i] = 'x'
 	}
-	if got := s.get("/8.8.8.8/json/").Body.String(); got != wantJSON {
+	if got := jsonOf("8.8.8.8"); got != wantJSON {
 		t.Errorf("cached JSON changed with the file:\n%s\nwant\n%s", got, wantJSON)
 	}
-	if got := s.get("/8.8.8.8/xml/").Body.String(); got != wantXML {
+	if got := xmlOf("8.8.8.8"); got != wantXML {
 		t.Errorf("cached record changed with the file:\n%s\nwant\n%s", got, wantXML)
 	}
-	if ans.loc.City != cityCopy || ans.loc.Region != regionCopy {
-		t.Errorf("resolved record changed with the file: %q, %q; want %q, %q", ans.loc.City, ans.loc.Region, cityCopy, regionCopy)
+	if loc.City != cityCopy || loc.Region != regionCopy {
+		t.Errorf("resolved record changed with the file: %q, %q; want %q, %q", loc.City, loc.Region, cityCopy, regionCopy)
 	}
 }

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ var fields = func() []field {
 		case reflect.Bool:
 			f.kind = 'b'
 		default:
-			panic("httpapi: Location." + sf.Name + " has a type the encoders do not write")
+			panic("answer: Location." + sf.Name + " has a type the encoders do not write")
 		}
 		out = append(out, f)
 	}
@@ -107,21 +107,36 @@ func (f *field) appendJSONValue(b []byte, l *Location) []byte {
 // appendJSON encodes l as encoding/json would (same keys, order and escaping, minus HTML
 // escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on
 // every uncached request. The country's fields come encoded once per country (l.facts)
-// when newLocation set them from its table.
-func appendJSON(b []byte, l *Location) []byte {
+// when newLocation set them from its table. spans, when not nil, receives where in b each
+// of the country's runs of keys (factRuns) was written, so that a location's fragment can
+// be cut around them without searching for them.
+func appendJSON(b []byte, l *Location, spans *runSpans) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(fields); i++ {
-		if l.facts != nil {
-			switch i {
-			case factRuns[0].start:
-				b = append(b, l.facts.runs[0]...)
-				i = factRuns[0].end - 1
-				continue
-			case factRuns[1].start:
-				b = append(b, l.facts.runs[1]...)
-				i = factRuns[1].end - 1
+		for r := range factRuns {
+			if i != factRuns[r].start {
 				continue
 			}
+			if l.facts != nil {
+				start := len(b)
+				b = append(b, l.facts.runs[r]...)
+				if spans != nil {
+					spans[r] = [2]int{start, len(b)}
+				}
+				i = factRuns[r].end
+			} else {
+				start := len(b)
+				for ; i < factRuns[r].end; i++ { // none of them optional: each is written
+					b = append(b, ',')
+					b = appendJSONField(b, &fields[i], l)
+				}
+				if spans != nil {
+					spans[r] = [2]int{start, len(b)}
+				}
+			}
+		}
+		if i == len(fields) {
+			break
 		}
 		f := &fields[i]
 		if !f.present(l) {
@@ -134,6 +149,9 @@ func appendJSON(b []byte, l *Location) []byte {
 	}
 	return append(b, '}')
 }
+
+// runSpans are the start and end offsets of the country's two runs of keys in an encoding.
+type runSpans [2][2]int
 
 // appendJSONField writes "name":value.
 func appendJSONField(b []byte, f *field, l *Location) []byte {
@@ -160,12 +178,12 @@ var factRuns = func() (runs [2]struct{ start, end int }) {
 		runs[r].start, runs[r].end = fieldIndex(n[0]), fieldIndex(n[1])+1
 		for i := runs[r].start; i < runs[r].end; i++ {
 			if fields[i].optional {
-				panic("httpapi: " + fields[i].name + " is optional; it cannot be pre-encoded")
+				panic("answer: " + fields[i].name + " is optional; it cannot be pre-encoded")
 			}
 		}
 	}
 	if runs[0].start < 1 || runs[0].end > runs[1].start {
-		panic("httpapi: the country's keys moved; see factRuns")
+		panic("answer: the country's keys moved; see factRuns")
 	}
 	return runs
 }()
@@ -176,7 +194,7 @@ func fieldIndex(name string) int {
 			return i
 		}
 	}
-	panic("httpapi: Location has no key " + name)
+	panic("answer: Location has no key " + name)
 }
 
 // countryTable holds every country's encoded runs, made once, indexed by its two letters.
@@ -227,10 +245,10 @@ func countryFragments(code string) *countryJSON {
 	return countryTable[int(code[0]-'A')*26+int(code[1]-'A')]
 }
 
-// appendJSONP wraps the JSON body in a call to callback, already checked to be an
+// AppendJSONP wraps the JSON body in a call to callback, already checked to be an
 // identifier path. The leading comment keeps a response from ever starting with bytes an
 // attacker chose (the Rosetta Flash class of attacks).
-func appendJSONP(b []byte, callback string, jsonBody []byte) []byte {
+func AppendJSONP(b []byte, callback string, jsonBody []byte) []byte {
 	b = append(b, "/**/"...)
 	b = append(b, callback...)
 	b = append(b, '(')
@@ -238,8 +256,8 @@ func appendJSONP(b []byte, callback string, jsonBody []byte) []byte {
 	return append(b, ')', ';')
 }
 
-// appendXML writes ipapi.co's XML form: <root> with one element per key.
-func appendXML(b []byte, l *Location) []byte {
+// AppendXML writes ipapi.co's XML form: <root> with one element per key.
+func AppendXML(b []byte, l *Location) []byte {
 	b = append(b, xml.Header...)
 	b = append(b, "<root>"...)
 	var buf bytes.Buffer
@@ -261,8 +279,8 @@ func appendXML(b []byte, l *Location) []byte {
 	return append(b, "</root>\n"...)
 }
 
-// appendCSV writes a header line and one value line (RFC 4180, CRLF line ends).
-func appendCSV(b []byte, l *Location) ([]byte, error) {
+// AppendCSV writes a header line and one value line (RFC 4180, CRLF line ends).
+func AppendCSV(b []byte, l *Location) ([]byte, error) {
 	var names, values []string
 	for i := range fields {
 		f := &fields[i]
@@ -280,10 +298,10 @@ func appendCSV(b []byte, l *Location) ([]byte, error) {
 	return append(b, buf.Bytes()...), nil
 }
 
-// appendYAML writes a YAML mapping; strings are double-quoted JSON strings, which YAML
+// AppendYAML writes a YAML mapping; strings are double-quoted JSON strings, which YAML
 // reads unchanged, so no value can turn into another type (a postal code of 01234, a
 // city called "No").
-func appendYAML(b []byte, l *Location) []byte {
+func AppendYAML(b []byte, l *Location) []byte {
 	for i := range fields {
 		f := &fields[i]
 		if !f.present(l) {
@@ -296,3 +314,57 @@ func appendYAML(b []byte, l *Location) []byte {
 	}
 	return b
 }
+
+// Key is one key of the answer, in ipapi.co's order: every format carries the same keys
+// in the same order.
+type Key struct {
+	Name string
+	// Optional keys (ipapi.co's flags) are written only when set.
+	Optional bool
+}
+
+// Keys lists the answer's keys.
+func Keys() []Key {
+	out := make([]Key, len(fields))
+	for i, f := range fields {
+		out[i] = Key{f.name, f.optional}
+	}
+	return out
+}
+
+// TextField returns how the plain-text endpoint of name (any key that is always present,
+// or ipapi.co's latlong) writes it; false for any other name.
+func TextField(name string) (func(*Location) string, bool) {
+	get, ok := textFields[name]
+	return get, ok
+}
+
+// TextFieldNames lists the plain-text fields in documentation order.
+func TextFieldNames() []string { return append([]string(nil), textFieldNames...) }
+
+var textFields = func() map[string]func(*Location) string {
+	m := map[string]func(*Location) string{
+		"latlong": func(l *Location) string { return formatCoord(l.Latitude) + "," + formatCoord(l.Longitude) },
+	}
+	for i := range fields {
+		f := &fields[i]
+		if !f.optional {
+			m[f.name] = f.text
+		}
+	}
+	return m
+}()
+
+var textFieldNames = func() []string {
+	var names []string
+	for _, f := range fields {
+		if f.optional {
+			continue
+		}
+		names = append(names, f.name)
+		if f.name == "longitude" {
+			names = append(names, "latlong")
+		}
+	}
+	return names
+}()

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"net/netip"
@@ -24,7 +24,7 @@ func TestAnswerCacheSlotsAnswerOnlyTheirAddress(t *testing.T) {
 	if c.admit(a) || !c.admit(a) {
 		t.Fatal("an address is admitted on its second miss")
 	}
-	c.put(a, &answer{version: "v1"}, now)
+	c.put(a, &entry{version: "v1"}, now)
 	if got := c.get(a, "v1", now); got == nil || got.addr != a {
 		t.Fatalf("%s: its answer is not found", a)
 	}
@@ -37,7 +37,7 @@ func TestAnswerCacheSlotsAnswerOnlyTheirAddress(t *testing.T) {
 	if c.admit(a) {
 		t.Fatalf("%s still admitted after %s missed in its slot", a, b)
 	}
-	c.put(b, &answer{version: "v1"}, now)
+	c.put(b, &entry{version: "v1"}, now)
 	if c.get(a, "v1", now) != nil || c.get(b, "v1", now) == nil {
 		t.Fatal("the newer answer does not replace the older one")
 	}

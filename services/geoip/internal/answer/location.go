@@ -1,9 +1,10 @@
-package httpapi
+package answer
 
 import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apistack/platform/services/geoip/internal/countries"
@@ -51,19 +52,10 @@ type Location struct {
 	facts *countryJSON
 }
 
-// AddressError is ipapi.co's answer for a path address that is not an IP address, with
-// error a boolean as its clients declare it (the library's error body has a string there).
-type AddressError struct {
-	IP      string `json:"ip" doc:"The text given, as received (at most 100 bytes)" example:"999.1.1.1"`
-	Error   bool   `json:"error" doc:"Always true" example:"true"`
-	Reason  string `json:"reason" doc:"Invalid IP Address" example:"Invalid IP Address"`
-	Message string `json:"message,omitempty" doc:"Present when there is more to say, e.g. that IPv6 zone identifiers are refused"`
-}
-
 // Reasons, spelled as ipapi.co spells them: clients written for it compare these strings.
 const (
-	reasonReserved = "Reserved IP Address"
-	reasonInvalid  = "Invalid IP Address"
+	ReasonReserved = "Reserved IP Address"
+	ReasonInvalid  = "Invalid IP Address"
 )
 
 func ipVersion(addr netip.Addr) string {
@@ -141,28 +133,48 @@ func appendText(buf []byte, write func([]byte) []byte) (string, []byte) {
 }
 
 // own copies l's strings to the Go heap: a Location built from a record read in place
-// (lookup.InPlaceDB) is kept past the record's lease only as a copy.
+// (lookup.InPlaceDB) is kept past the record's lease only as a copy. Invalid UTF-8 becomes
+// U+FFFD, byte by byte, as in the JSON encoding: a record read back from a cached answer's
+// JSON then writes every format as the record itself does.
 func (l *Location) own() {
 	for i := range fields {
 		if f := &fields[i]; f.kind == 's' {
 			p := (*string)(f.ptr(l))
-			*p = strings.Clone(*p)
+			*p = validCopy(*p)
 		}
 	}
 }
 
+// validCopy is a copy of s with each byte that is not part of valid UTF-8 replaced by U+FFFD.
+func validCopy(s string) string {
+	if utf8.ValidString(s) {
+		return strings.Clone(s)
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
+}
+
 // reservedLocation is the answer for an address no database can place.
 func reservedLocation(addr netip.Addr) Location {
-	return Location{IP: addr.String(), Version: ipVersion(addr), Reserved: true, Error: true, Reason: reasonReserved}
+	return Location{IP: addr.String(), Version: ipVersion(addr), Reserved: true, Error: true, Reason: ReasonReserved}
 }
 
-// invalidLocation is a batch entry that is not an address.
-func invalidLocation(text string) Location {
-	return Location{IP: clip(text), Error: true, Reason: reasonInvalid}
+// Invalid is a batch entry that is not an address.
+func Invalid(text string) Location {
+	return Location{IP: Clip(text), Error: true, Reason: ReasonInvalid}
 }
 
-// clip bounds what is echoed back from the request.
-func clip(s string) string {
+// Clip bounds what is echoed back from the request.
+func Clip(s string) string {
 	const max = 100
 	if len(s) <= max {
 		return s

@@ -1,4 +1,4 @@
-package httpapi
+package answer
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func awkwardLocation(s string) Location {
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	for _, s := range awkward {
 		loc := awkwardLocation(s)
-		got := appendJSON(nil, &loc)
+		got := appendJSON(nil, &loc, nil)
 		std, err := json.Marshal(loc)
 		if err != nil {
 			t.Fatal(err)
@@ -63,8 +63,8 @@ func TestYAMLReadsBackUnchanged(t *testing.T) {
 		}
 		loc := awkwardLocation(s)
 		var m map[string]any
-		if err := yaml.Unmarshal(appendYAML(nil, &loc), &m); err != nil {
-			t.Fatalf("%q: %v\n%s", s, err, appendYAML(nil, &loc))
+		if err := yaml.Unmarshal(AppendYAML(nil, &loc), &m); err != nil {
+			t.Fatalf("%q: %v\n%s", s, err, AppendYAML(nil, &loc))
 		}
 		if m["city"] != s || m["postal"] != s || m["latitude"] != -33.8688 || m["in_eu"] != true || m["ip"] != "2001:db8::1" {
 			t.Errorf("%q read back as %#v", s, m)
@@ -83,7 +83,7 @@ func TestXMLReadsBackUnchanged(t *testing.T) {
 	for _, s := range []string{"plain", `quote " and <tag> & amp`, "Zürich", "東京"} {
 		loc := awkwardLocation(s)
 		var r root
-		if err := xml.Unmarshal(appendXML(nil, &loc), &r); err != nil {
+		if err := xml.Unmarshal(AppendXML(nil, &loc), &r); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		if r.City != s || r.IP != "2001:db8::1" || !r.InEU || r.Lat != -33.8688 {
@@ -95,7 +95,7 @@ func TestXMLReadsBackUnchanged(t *testing.T) {
 func TestCSVReadsBackUnchanged(t *testing.T) {
 	for _, s := range []string{"plain", `quote " and, comma`, "new\nline", "Zürich"} {
 		loc := awkwardLocation(s)
-		b, err := appendCSV(nil, &loc)
+		b, err := AppendCSV(nil, &loc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,15 +174,6 @@ func TestTunnelledAddressesAreReservedAsTheirIPv4(t *testing.T) {
 	}
 }
 
-func TestSlashRedirectLeavesOtherPathsAlone(t *testing.T) {
-	for _, p := range []string{"/", "/json/", "/8.8.8.8/json/", "/a/b/c", "//x", "/unknown"} {
-		r := &httpRequestStub{path: p}
-		if to, ok := slashRedirect(r.request()); ok {
-			t.Errorf("%s redirected to %s", p, to)
-		}
-	}
-}
-
 // TestCountryFragmentsMatchTheFieldEncoder: the country's keys copied from countryTable are
 // the bytes the per-field encoder writes, for every country the table knows, around
 // records of every shape.
@@ -205,11 +196,19 @@ func TestCountryFragmentsMatchTheFieldEncoder(t *testing.T) {
 				if i == 0 {
 					countries++
 				}
-				got := appendJSON(nil, &loc)
+				var spans, plainSpans runSpans
+				got := appendJSON(nil, &loc, &spans)
 				plain := loc
 				plain.facts = nil
-				if want := appendJSON(nil, &plain); !bytes.Equal(got, want) {
+				if want := appendJSON(nil, &plain, &plainSpans); !bytes.Equal(got, want) {
 					t.Fatalf("%s, %q:\n got %s\nwant %s", code, s, got, want)
+				}
+				// The encoder says where it wrote the country's runs, copied or not.
+				for r := range spans {
+					if spans[r] != plainSpans[r] || !bytes.Equal(got[spans[r][0]:spans[r][1]], loc.facts.runs[r]) {
+						t.Fatalf("%s, %q: run %d at %v (field by field %v) holds %q, want %q", code, s, r, spans[r], plainSpans[r],
+							got[spans[r][0]:spans[r][1]], loc.facts.runs[r])
+					}
 				}
 			}
 		}

@@ -1,0 +1,229 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+)
+
+// Moderation in the Redis engine: the raid watch's keys and arguments,
+// filter consequences (Punish), the review queue and shield switches.
+// Everything of a channel is in its slot; strikes are with the users,
+// since a strike changes the user in the same script.
+
+// raidKeys are the keys of the channel's chatters and raid watch, in
+// appendMessage's order: seen, raid, shield, shieldoff.
+func (s *Store) raidKeys(ch string) []string {
+	return []string{s.ck(ch, "seen"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff")}
+}
+
+// raidArgs are raidWatch's arguments for w: threshold, window ms, quiet
+// ms and the shield event json (a threshold of 0 counts nothing).
+func raidArgs(w chat.Watch) ([]any, error) {
+	r := w.Raid
+	if r == nil || w.Chatter == "" {
+		return []any{0, 0, 0, ""}, nil
+	}
+	data, err := json.Marshal(r.Event)
+	if err != nil {
+		return nil, fmt.Errorf("encode shield event: %w", err)
+	}
+	return []any{r.Threshold, chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data}, nil
+}
+
+// Punish implements chat.Store in one script in the users' slot (punish).
+func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, error) {
+	if len(p.Ladder) == 0 {
+		return chat.Punishment{}, errors.New("punish: no step")
+	}
+	if p.InChannel {
+		return s.punishInChannel(ctx, p)
+	}
+	keys := []string{s.userKey(p.User), s.uk("strikes:" + p.Channel + ":" + p.User)}
+	ch := p.Channel
+	if s.cluster {
+		keys = append(keys, s.uk("pending"))
+	} else {
+		keys = append(keys, s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"))
+	}
+	args := []any{string(p.IfRole), flag(p.Strike), p.Now.UnixMilli(), chat.StrikeExpiry.Milliseconds(),
+		s.ck(ch, "live"), s.revokedKey(), s.logCap(), len(p.Ladder)}
+	pends := make([]pendingEvent, len(p.Ladder))
+	for i, st := range p.Ladder {
+		until, etype, edata := "", "", ""
+		if st.Until != nil {
+			until = st.Until.UTC().Format(timeLayout)
+		}
+		if st.Event != nil {
+			data, err := json.Marshal(st.Event)
+			if err != nil {
+				return chat.Punishment{}, fmt.Errorf("encode event: %w", err)
+			}
+			etype, edata = string(st.Event.Type), string(data)
+			if s.cluster {
+				if pends[i], err = newPendingEvent(st.Event.Channel, st.Event.Type, data); err != nil {
+					return chat.Punishment{}, err
+				}
+				edata = pends[i].encoded
+			}
+		}
+		args = append(args, string(st.Penalty.Kind), until, st.Reason, etype, edata, pends[i].key)
+	}
+	res, err := punish.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return chat.Punishment{}, scriptStatus("punish", err, "user")
+	}
+	if len(res) < 2 {
+		return chat.Punishment{}, fail("punish", fmt.Errorf("unexpected reply %v", res))
+	}
+	n, _ := res[0].(int64)
+	step, _ := res[1].(int64)
+	if step < 1 || int(step) > len(p.Ladder) {
+		return chat.Punishment{}, fail("punish", fmt.Errorf("unexpected step %v", res[1]))
+	}
+	if pend := pends[step-1]; pend.key != "" {
+		// As in UpdateUser: the change is stored and its event pending;
+		// a feed's drain appends it if this fails.
+		_ = s.applyPending(ctx, pend)
+	}
+	m := make(map[string]string, len(res)/2)
+	for i := 2; i+1 < len(res); i += 2 {
+		k, _ := res[i].(string)
+		v, _ := res[i+1].(string)
+		m[k] = v
+	}
+	u, err := parseUser(m)
+	if err != nil {
+		return chat.Punishment{}, err
+	}
+	return chat.Punishment{Strike: int(n), Step: int(step) - 1, User: u}, nil
+}
+
+// HoldMessage implements chat.Store (holdMessage).
+func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+	h.ID = 0
+	data, err := json.Marshal(h)
+	if err != nil {
+		return chat.HeldMessage{}, fmt.Errorf("encode held message: %w", err)
+	}
+	raid, err := raidArgs(w)
+	if err != nil {
+		return chat.HeldMessage{}, err
+	}
+	ch := h.Channel
+	keys := []string{s.ck(ch, "held"), s.ck(ch, "heldq"), s.ck(ch, "heldseq"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"),
+		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+	args := append([]any{data, h.CreatedAt.UnixMilli(), h.ExpiresAt.UnixMilli(), max, w.Chatter}, raid...)
+	args = append(args, s.ck(ch, "live"), s.logCap())
+	id, err := holdMessage.Run(ctx, s.rdb, keys, args...).Int64()
+	if err != nil && strings.HasPrefix(err.Error(), "LIMIT held") {
+		return chat.HeldMessage{}, chat.LimitReached(chat.QuotaHeld, max)
+	}
+	if err != nil {
+		return chat.HeldMessage{}, failWrite("hold message", err)
+	}
+	h.ID = id
+	return h, nil
+}
+
+func decodeHeld(id, data string) (chat.HeldMessage, error) {
+	var h chat.HeldMessage
+	if err := json.Unmarshal([]byte(data), &h); err != nil {
+		return chat.HeldMessage{}, fmt.Errorf("decode held message %s: %w", id, err)
+	}
+	h.ID, _ = strconv.ParseInt(id, 10, 64)
+	return h, nil
+}
+
+// HeldMessages implements chat.Store.
+func (s *Store) HeldMessages(ctx context.Context, channel string, now time.Time) ([]chat.HeldMessage, error) {
+	var ids *redis.StringSliceCmd
+	var all *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ids = p.ZRangeByScore(ctx, s.ck(channel, "heldq"), &redis.ZRangeBy{Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"})
+		all = p.HGetAll(ctx, s.ck(channel, "held"))
+		return nil
+	})
+	if err != nil {
+		return nil, fail("read held messages", err)
+	}
+	out := make([]chat.HeldMessage, 0, len(ids.Val()))
+	for _, id := range ids.Val() {
+		data, ok := all.Val()[id]
+		if !ok {
+			continue
+		}
+		h, err := decodeHeld(id, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	// The queue is ordered by expiry, which is arrival plus HeldTTL; ids
+	// order arrivals exactly.
+	slices.SortFunc(out, func(a, b chat.HeldMessage) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// HeldMessage implements chat.Store.
+func (s *Store) HeldMessage(ctx context.Context, channel string, id int64, now time.Time) (chat.HeldMessage, error) {
+	key := strconv.FormatInt(id, 10)
+	var data *redis.StringCmd
+	var exp *redis.FloatCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		data = p.HGet(ctx, s.ck(channel, "held"), key)
+		exp = p.ZScore(ctx, s.ck(channel, "heldq"), key)
+		return nil
+	})
+	if errors.Is(data.Err(), redis.Nil) || errors.Is(exp.Err(), redis.Nil) || err == nil && int64(exp.Val()) <= now.UnixMilli() {
+		return chat.HeldMessage{}, chat.NotFound("held message")
+	}
+	if err != nil {
+		return chat.HeldMessage{}, fail("read held message", err)
+	}
+	return decodeHeld(key, data.Val())
+}
+
+// DropHeld implements chat.Store.
+func (s *Store) DropHeld(ctx context.Context, channel string, id int64) error {
+	key := strconv.FormatInt(id, 10)
+	var n *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.HDel(ctx, s.ck(channel, "held"), key)
+		p.ZRem(ctx, s.ck(channel, "heldq"), key)
+		return nil
+	})
+	if err != nil {
+		return failWrite("drop held message", err)
+	}
+	if n.Val() == 0 {
+		return chat.NotFound("held message")
+	}
+	return nil
+}
+
+// SwitchShield implements chat.Store (switchShield).
+func (s *Store) SwitchShield(ctx context.Context, channel string, sw chat.ShieldSwitch) error {
+	data, err := json.Marshal(sw.Event)
+	if err != nil {
+		return fmt.Errorf("encode shield event: %w", err)
+	}
+	keys := []string{s.ck(channel, "settings"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"), s.ck(channel, "raid"),
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+	err = switchShield.Run(ctx, s.rdb, keys, flag(sw.On), sw.HoldOff.UnixMilli(), sw.Event.Shield.At.UnixMilli(), data,
+		s.ck(channel, "live"), s.logCap()).Err()
+	if err != nil {
+		return failWrite("switch shield", err)
+	}
+	return nil
+}
