@@ -112,6 +112,7 @@ func startGeoip(t *testing.T, env map[string]string) *geoipProc {
 		}
 		if t.Failed() {
 			t.Logf("geoip logs:\n%s", tail(logs.String(), 4000))
+			t.Logf("overrides: %s", grepLines(logs.String(), "overrides"))
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
