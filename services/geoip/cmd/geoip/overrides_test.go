@@ -48,6 +48,9 @@ func TestOverridesFile(t *testing.T) {
 			t.Errorf("%s = %s, want %q in it", path, got, want)
 		}
 	}
+	if doc, _ := get("/openapi.json"); !strings.Contains(doc, "GEOIP_OVERRIDES") {
+		t.Error("/docs does not say how to override")
+	}
 	res, err := http.Post(p.base+"/batch", "application/json", strings.NewReader(`["10.20.9.9", "10.21.0.1"]`))
 	if err != nil {
 		t.Fatal(err)
