@@ -107,8 +107,9 @@ func filterBits(v4 bool) int {
 	return 32
 }
 
-// maxFilterSpan bounds the slots one prefix marks; a shorter prefix disables the filter.
-const maxFilterSpan = 4096
+// maxFilterSpan bounds the slots one prefix marks (1<<maxFilterSpan); a shorter prefix
+// disables the filter.
+const maxFilterSpan = 12
 
 func newPrefixTable(ents []*override, v4 bool) prefixTable {
 	var t prefixTable
@@ -145,7 +146,7 @@ func newPrefixTable(ents []*override, v4 bool) prefixTable {
 		stack = append(stack, int32(i))
 		switch span := fb - bits; {
 		case t.all:
-		case span > 0 && span >= 13: // 1<<13 > maxFilterSpan
+		case span > maxFilterSpan:
 			t.all = true
 		case span > 0:
 			for j := uint64(0); j < 1<<span; j++ {
