@@ -52,7 +52,7 @@ func csvLayout() string {
 
 // cacheHeaders are the validators every lookup answer carries (batch answers excepted).
 type cacheHeaders struct {
-	ETag         string `header:"ETag" required:"true" status:"200,304" doc:"Strong validator: the database version (with the local overrides' after a +) and a hash of the body; send it back in If-None-Match" example:"\"2026-03-dbip-3f2a9c1d0e4b5a6c\""`
+	ETag         string `header:"ETag" required:"true" status:"200,304" doc:"Strong validator: the database version and a hash of the body; send it back in If-None-Match" example:"\"2026-03-dbip-3f2a9c1d0e4b5a6c\""`
 	CacheControl string `header:"Cache-Control" required:"true" status:"200,304" doc:"public, max-age=<MaxAge> for an explicit address; private, no-cache for the caller's own" example:"public, max-age=3600"`
 }
 

@@ -267,7 +267,7 @@ type Location struct {
 	// Examples: -122.0775
 	Longitude float64 `json:"longitude" yaml:"longitude"`
 
-	// Network CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network)
+	// Network CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network), or of the local override (GEOIP_OVERRIDES) that answered
 	//
 	// Examples: 8.8.8.0/24
 	Network string `json:"network" yaml:"network"`
@@ -1236,35 +1236,35 @@ type ClientInterface interface {
 
 	// GetIpCsv Location of an address as CSV (a header line and a value line)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Corresponds with GET /{ip}/csv/ (the `GetIpCsv` operationId).
 	GetIpCsv(ctx context.Context, ip string, params *GetIpCsvParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetIpJson Location of an address as JSON
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Corresponds with GET /{ip}/json/ (the `GetIpJson` operationId).
 	GetIpJson(ctx context.Context, ip string, params *GetIpJsonParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetIpJsonp Location of an address as JSONP (callback(record);)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Corresponds with GET /{ip}/jsonp/ (the `GetIpJsonp` operationId).
 	GetIpJsonp(ctx context.Context, ip string, params *GetIpJsonpParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetIpXml Location of an address as XML (<root> with one element per field)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Corresponds with GET /{ip}/xml/ (the `GetIpXml` operationId).
 	GetIpXml(ctx context.Context, ip string, params *GetIpXmlParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetIpYaml Location of an address as YAML
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Corresponds with GET /{ip}/yaml/ (the `GetIpYaml` operationId).
 	GetIpYaml(ctx context.Context, ip string, params *GetIpYamlParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1822,7 +1822,7 @@ func (c *Client) GetYaml(ctx context.Context, params *GetYamlParams, reqEditors 
 
 // GetIpCsv Location of an address as CSV (a header line and a value line)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Corresponds with GET /{ip}/csv/ (the `GetIpCsv` operationId).
 func (c *Client) GetIpCsv(ctx context.Context, ip string, params *GetIpCsvParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1839,7 +1839,7 @@ func (c *Client) GetIpCsv(ctx context.Context, ip string, params *GetIpCsvParams
 
 // GetIpJson Location of an address as JSON
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Corresponds with GET /{ip}/json/ (the `GetIpJson` operationId).
 func (c *Client) GetIpJson(ctx context.Context, ip string, params *GetIpJsonParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1856,7 +1856,7 @@ func (c *Client) GetIpJson(ctx context.Context, ip string, params *GetIpJsonPara
 
 // GetIpJsonp Location of an address as JSONP (callback(record);)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Corresponds with GET /{ip}/jsonp/ (the `GetIpJsonp` operationId).
 func (c *Client) GetIpJsonp(ctx context.Context, ip string, params *GetIpJsonpParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1873,7 +1873,7 @@ func (c *Client) GetIpJsonp(ctx context.Context, ip string, params *GetIpJsonpPa
 
 // GetIpXml Location of an address as XML (<root> with one element per field)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Corresponds with GET /{ip}/xml/ (the `GetIpXml` operationId).
 func (c *Client) GetIpXml(ctx context.Context, ip string, params *GetIpXmlParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1890,7 +1890,7 @@ func (c *Client) GetIpXml(ctx context.Context, ip string, params *GetIpXmlParams
 
 // GetIpYaml Location of an address as YAML
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Corresponds with GET /{ip}/yaml/ (the `GetIpYaml` operationId).
 func (c *Client) GetIpYaml(ctx context.Context, ip string, params *GetIpYamlParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4008,7 +4008,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetIpCsvWithResponse Location of an address as CSV (a header line and a value line)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4017,7 +4017,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetIpJsonWithResponse Location of an address as JSON
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4026,7 +4026,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetIpJsonpWithResponse Location of an address as JSONP (callback(record);)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4035,7 +4035,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetIpXmlWithResponse Location of an address as XML (<root> with one element per field)
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4044,7 +4044,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetIpYamlWithResponse Location of an address as YAML
 	//
-	// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+	// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9195,7 +9195,7 @@ func (c *ClientWithResponses) GetYamlWithResponse(ctx context.Context, params *G
 
 // GetIpCsvWithResponse Location of an address as CSV (a header line and a value line)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9210,7 +9210,7 @@ func (c *ClientWithResponses) GetIpCsvWithResponse(ctx context.Context, ip strin
 
 // GetIpJsonWithResponse Location of an address as JSON
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9225,7 +9225,7 @@ func (c *ClientWithResponses) GetIpJsonWithResponse(ctx context.Context, ip stri
 
 // GetIpJsonpWithResponse Location of an address as JSONP (callback(record);)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9240,7 +9240,7 @@ func (c *ClientWithResponses) GetIpJsonpWithResponse(ctx context.Context, ip str
 
 // GetIpXmlWithResponse Location of an address as XML (<root> with one element per field)
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9255,7 +9255,7 @@ func (c *ClientWithResponses) GetIpXmlWithResponse(ctx context.Context, ip strin
 
 // GetIpYamlWithResponse Location of an address as YAML
 //
-// Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.
+// Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.
 //
 // Returns a wrapper object for the known response body format(s).
 //
