@@ -23,7 +23,7 @@ const (
 	// MaxOverridesSize bounds the file read, in bytes.
 	MaxOverridesSize = 16 << 20
 	// MaxOverrides bounds the entries of one file.
-	MaxOverrides = 100_000
+	MaxOverrides = 50_000
 	// maxOverrideText bounds one string field of an entry, in bytes.
 	maxOverrideText = 256
 )
