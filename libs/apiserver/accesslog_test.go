@@ -1,35 +1,16 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
-
-// lockedBuffer is an io.Writer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Health checks are polled every few seconds by every orchestrator: their access lines
 // are debug, not info, while other requests stay at info.
@@ -39,7 +20,7 @@ func TestHealthChecksAreNotLoggedAtInfo(t *testing.T) {
 		wantProbe bool
 	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
 		t.Run(tc.level.String(), func(t *testing.T) {
-			var out lockedBuffer
+			var out testkit.Buffer
 			s, err := apiserver.New(apiserver.Config[struct{}]{
 				Getenv: func(string) string { return "" },
 				Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: tc.level})),
@@ -70,7 +51,7 @@ func TestHealthChecksAreNotLoggedAtInfo(t *testing.T) {
 // RequestID is the id the answer carries, generated or honoured, in the handler and in
 // the log line of a failed request; a client's unusable id is neither.
 func TestRequestIDIsTheOneAnswered(t *testing.T) {
-	var out lockedBuffer
+	var out testkit.Buffer
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv: func(string) string { return "" },
 		Logger: slog.New(slog.NewTextHandler(&out, nil)),

@@ -155,11 +155,18 @@ func (f *respField) text(p unsafe.Pointer) string {
 	switch f.kind {
 	case reflect.String:
 		return *(*string)(p)
-	case reflect.Int, reflect.Int64:
+	// int and uint are read at their own size: 4 bytes on 32-bit targets.
+	case reflect.Int:
+		return nonZeroInt(int64(*(*int)(p)))
+	case reflect.Int64:
 		return nonZeroInt(*(*int64)(p))
 	case reflect.Int32:
 		return nonZeroInt(int64(*(*int32)(p)))
-	case reflect.Uint, reflect.Uint64:
+	case reflect.Uint:
+		if v := *(*uint)(p); v != 0 {
+			return strconv.FormatUint(uint64(v), 10)
+		}
+	case reflect.Uint64:
 		if v := *(*uint64)(p); v != 0 {
 			return strconv.FormatUint(v, 10)
 		}

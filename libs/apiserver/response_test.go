@@ -211,3 +211,29 @@ func TestRawJSONOnlyWhereDocumented(t *testing.T) {
 		}
 	}
 }
+
+// intHeaders packs int and uint header fields beside 4-byte neighbours: an
+// int read as 8 bytes on a 32-bit target (GOARCH=386) takes its neighbour's
+// bytes with it and sends a wrong number.
+type intHeaders struct {
+	A int    `header:"X-A"`
+	B int32  `header:"X-B"`
+	C uint   `header:"X-C"`
+	D uint32 `header:"X-D"`
+}
+
+// TestIntHeadersAtTheirOwnSize: run with GOARCH=386 too (see the README).
+func TestIntHeadersAtTheirOwnSize(t *testing.T) {
+	s := quietServer(t)
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/ints"},
+		func(c *apiserver.Context[struct{}], in *struct{}) (apiserver.Response[intHeaders, item], error) {
+			return apiserver.Response[intHeaders, item]{Header: intHeaders{A: -7, B: 9, C: 11, D: 13}, Body: item{ID: "1", Name: "n"}}, nil
+		})
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/ints", nil))
+	for h, want := range map[string]string{"X-A": "-7", "X-B": "9", "X-C": "11", "X-D": "13"} {
+		if got := rec.Header().Get(h); got != want {
+			t.Errorf("%s: %q, want %q (%d %s)", h, got, want, rec.Code, rec.Body)
+		}
+	}
+}

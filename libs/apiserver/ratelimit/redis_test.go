@@ -9,10 +9,12 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // newMiniRedis starts miniredis on the fake clock and a limiter over it.
-func newMiniRedis(t *testing.T, clock *fakeClock, cfg RedisConfig) (*Redis, *miniredis.Miniredis) {
+func newMiniRedis(t *testing.T, clock *testkit.Clock, cfg RedisConfig) (*Redis, *miniredis.Miniredis) {
 	t.Helper()
 	mr := miniredis.RunT(t)
 	mr.SetTime(clock.Now())

@@ -122,6 +122,23 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 	}
 }
 
+// TestGeneratedClient: a client oapi-codegen generates from the served
+// document compiles and drives the example (create, read, list, a refused
+// limit, replace, delete) against a live server; see
+// testdata/genclient/client_test.go.
+func TestGeneratedClient(t *testing.T) {
+	ts := newTestServer(t)
+	res, doc := do(t, "GET", ts.URL+"/openapi.json", "", false)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.json: %d", res.StatusCode)
+	}
+	openapitest.GeneratedClient{
+		Document: []byte(doc),
+		Tests:    []string{filepath.Join("testdata", "genclient", "client_test.go")},
+		Env:      []string{"API_TOKEN=example-token-0123456789"},
+	}.Run(t, ts.URL)
+}
+
 // TestDocsRenderInBrowser loads /docs in headless Chromium and checks that
 // Swagger UI rendered the example's operations from /openapi.json.
 func TestDocsRenderInBrowser(t *testing.T) {

@@ -15,8 +15,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,103 +23,31 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/apistack/platform/libs/apiserver/proctest"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 )
 
 const faultAdminToken = "fault-suite-admin-token-0123456789"
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
+func TestMain(m *testing.M) { os.Exit(proctest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// chatBinary builds this command once per test run.
-func chatBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("fault suite: real processes (skipped with -short)")
-	}
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "chat-fault-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "chat")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-// replica is one chat process.
-type replica struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	base string
-	out  *syncBuffer
-	done chan struct{}
-}
+// replica is one chat process (built once per test run, without the race
+// detector), ready when /readyz answers 200; proctest stops it with SIGTERM
+// when the test ends and shows its logs if the test failed.
+type replica struct{ *proctest.Process }
 
 func startReplica(t *testing.T, redisURL string, env ...string) *replica {
 	t.Helper()
-	return startBinary(t, chatBinary(t), redisURL, env...)
+	return startBinary(t, proctest.Build(t, "."), redisURL, env...)
 }
 
 // startBinary starts the chat binary bin as one replica on redisURL.
 func startBinary(t *testing.T, bin, redisURL string, env ...string) *replica {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+port, "REDIS_URL="+redisURL,
-		"CHAT_ADMIN_TOKEN="+faultAdminToken, "APP_ENV=production", "LOG_LEVEL=warn",
-		"RATE_LIMIT_ALLOW=127.0.0.1/32,::1/128", "CHAT_SEND_LIMIT=1000/1s")
-	cmd.Env = append(cmd.Env, env...)
-	r := &replica{t: t, cmd: cmd, base: "http://127.0.0.1:" + port, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = r.out, r.out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(r.done) }()
-	t.Cleanup(r.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(r.base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return r
-			}
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("replica exited before it was ready:\n%s", r.out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not ready after 30s:\n%s", r.out.String())
-		}
-	}
-}
-
-// kill ends the process with SIGKILL: no shutdown, no flush.
-func (r *replica) kill() {
-	_ = r.cmd.Process.Kill()
-	<-r.done
+	vars := append([]string{"REDIS_URL=" + redisURL,
+		"CHAT_ADMIN_TOKEN=" + faultAdminToken, "APP_ENV=production", "LOG_LEVEL=warn",
+		"RATE_LIMIT_ALLOW=127.0.0.1/32,::1/128", "CHAT_SEND_LIMIT=1000/1s"}, env...)
+	return &replica{proctest.Start(t, bin, proctest.Options{Args: []string{"serve"}, Env: vars, ReadyPath: "/readyz"})}
 }
 
 var faultClient = &http.Client{Timeout: 5 * time.Second}
@@ -136,7 +62,7 @@ func (r *replica) call(method, path, token string, body any, out any) (int, erro
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, r.base+path, rd)
+	req, err := http.NewRequest(method, r.Base+path, rd)
 	if err != nil {
 		return 0, err
 	}
@@ -328,7 +254,7 @@ func dialWS(t *testing.T, r *replica, channel string) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.base, "http")+"/api/v1/ws?channel="+channel, nil)
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.Base, "http")+"/api/v1/ws?channel="+channel, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +307,7 @@ func TestFaultReplicaKilledUnderLoad(t *testing.T) {
 	live := dialWS(t, b, "killed")
 	l := startLoad([]*replica{a, b}, "killed", 4)
 	l.waitAcks(t, 50, "before the kill")
-	a.kill()
+	a.Kill()
 	l.waitAcks(t, 100, "after the kill")
 	l.halt()
 	if l.status(0) == 0 {
@@ -473,7 +399,7 @@ func TestFaultModerationFindings(t *testing.T) {
 	// The same refusals over a WebSocket send.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.base, "http")+"/api/v1/ws?channel=general",
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.Base, "http")+"/api/v1/ws?channel=general",
 		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + viewer.Token}}})
 	if err != nil {
 		t.Fatal(err)

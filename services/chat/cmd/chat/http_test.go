@@ -5,25 +5,25 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/proctest"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proctest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return port
 }
 
 // TestServeAnswersTheAPI runs the binary's serve on a free port, on both
@@ -39,7 +39,7 @@ func TestServeAnswersTheAPI(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			var logs syncBuffer
+			var logs testkit.Buffer
 			go func() { done <- run(ctx, nil, envOf(env), &logs, &logs) }()
 			base := "http://127.0.0.1:" + port
 			deadline := time.Now().Add(15 * time.Second)

@@ -7,32 +7,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-// syncBuffer lets the test read logs while serve writes them.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestServeStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs testkit.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, envOf(map[string]string{"PORT": freePort(t)}), &logs, &logs) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -123,7 +110,7 @@ func serveChat(t *testing.T, env map[string]string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	go func() { done <- run(ctx, nil, envOf(env), &logs, &logs) }()
 	t.Cleanup(func() { cancel(); <-done })
 	addr := "127.0.0.1:" + env["PORT"]

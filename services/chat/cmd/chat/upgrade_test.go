@@ -93,7 +93,7 @@ func TestUpgradeKeepsGlobalRulesPlatformWide(t *testing.T) {
 	call(old, "PATCH", "/api/v1/channels/beta", users["mod"].Token, map[string]int{"slow_mode_seconds": 60}, http.StatusOK, nil)
 	var sent struct{ ID int64 }
 	call(old, "POST", "/api/v1/messages/send", users["talker"].Token, map[string]string{"channel": "beta", "message": "before the upgrade"}, http.StatusCreated, &sent)
-	old.kill()
+	old.Kill()
 
 	r := startReplica(t, srv.URL())
 	type errBody struct{ Reason string }

@@ -15,6 +15,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
@@ -30,7 +31,7 @@ func TestServeOnOneRedisConnection(t *testing.T) {
 	env := envOf(map[string]string{"PORT": port, "REDIS_URL": redisURL, "CHAT_ADMIN_TOKEN": token, "APP_ENV": "production"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, env, &logs, &logs) }()
 	deadline := time.Now().Add(15 * time.Second)

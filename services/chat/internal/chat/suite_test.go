@@ -1,7 +1,6 @@
 package chat_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,26 +14,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/redisstore"
 )
 
-// clock is a settable clock so cooldowns, slow mode and timeouts are tested
-// by stepping time, never by sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is the service clock: cooldowns, slow mode and timeouts are
+// tested by stepping time, never by sleeping.
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // env is one test's world: a Service on a fresh store, a clock, and a user
 // of every role.
@@ -42,7 +30,7 @@ type env struct {
 	t     *testing.T
 	svc   *chat.Service
 	store chat.Store
-	clock *clock
+	clock *testkit.Clock
 	ctx   context.Context
 	users map[chat.Role]chat.User
 	// second opens another Service on the same state (Redis only; nil for memory).
@@ -1308,7 +1296,7 @@ func testLimitsConcurrent(t *testing.T, e engine) {
 // refused when the command is created or updated; a reply that the
 // arguments make invisible is not stored, and is logged.
 func testBotReplyRules(t *testing.T, e engine) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	mod, v := en.users[chat.RoleModerator], en.users[chat.RoleViewer]
 	zw := strings.Repeat("\u200b", 493)
@@ -1345,24 +1333,6 @@ func testBotReplyRules(t *testing.T, e engine) {
 	if r := en.send(v, "!so @friend").Reply; r == nil || r.Text != "friend" {
 		t.Fatalf("reply %+v, want friend", r)
 	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from any goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func testSendRefusesControls(t *testing.T, e engine) {

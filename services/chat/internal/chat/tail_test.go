@@ -9,19 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests that stop Redis expect them.
-	redis.SetLogger(quietLogger{})
+	testkit.QuietRedis()
 	os.Exit(m.Run())
 }
 

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/openapitest"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
@@ -46,24 +45,15 @@ func engines(t *testing.T, f func(t *testing.T, e engine)) {
 	t.Run("redis", func(t *testing.T) { f(t, engine{name: "redis", redis: redistest.Start(t)}) })
 }
 
-// clock is the service clock: tests step it instead of sleeping through
+// newClock is the service clock: tests step it instead of sleeping through
 // cooldowns, slow mode and timeouts.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+func newClock() *testkit.Clock { return testkit.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 type stackOptions struct {
 	privateRead bool
 	sendLimit   chat.SendLimit
 	prefix      string // Redis key prefix; empty for a fresh one
-	clock       *clock
+	clock       *testkit.Clock
 	// storeHook, with a Redis engine, gives the store a client of its own
 	// with this hook (the HTTP server keeps the shared one), so a test sees
 	// exactly the engine's commands.
@@ -76,7 +66,7 @@ type stackOptions struct {
 type stack struct {
 	t     *testing.T
 	URL   string
-	Clock *clock
+	Clock *testkit.Clock
 	Svc   *chat.Service
 	srv   *apiserver.Server[chat.User]
 	// client checks every answer against the service's own document, so
@@ -84,8 +74,6 @@ type stack struct {
 	client   *http.Client
 	contract *openapitest.Validator
 }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	t.Helper()
@@ -117,14 +105,14 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 	} else {
 		store = memory.New(chat.DefaultHistory)
 	}
-	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: quietLogger(), SendLimit: o.sendLimit, Limits: o.limits})
+	svc := chat.NewService(store, chat.Options{Now: o.clock.Now, PublicRead: !o.privateRead, Logger: testkit.Logger(), SendLimit: o.sendLimit, Limits: o.limits})
 	if _, err := svc.Bootstrap(context.Background(), adminToken); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		APITitle: "Chat API", APIDescription: httpapi.Description(!o.privateRead), APITags: httpapi.Tags(),
 		TokenValidator: httpapi.NewAuthenticator(svc).Validate, RateLimitMax: 1_000_000, Redis: rdb,
-		Getenv: func(string) string { return "" }, Logger: quietLogger(),
+		Getenv: func(string) string { return "" }, Logger: testkit.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
@@ -36,13 +37,9 @@ const adminToken = "admin-token-0123456789"
 // wait bounds every event wait: generous, as the machine is shared.
 const wait = 30 * time.Second
 
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests that stop Redis expect them.
-	redis.SetLogger(quietLogger{})
+	testkit.QuietRedis()
 	os.Exit(m.Run())
 }
 

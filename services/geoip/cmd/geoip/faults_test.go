@@ -11,135 +11,47 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/proctest"
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 )
 
-// geoipBin is the binary TestMain builds; empty under -short, where the suite skips.
-var geoipBin string
+func TestMain(m *testing.M) { os.Exit(proctest.Main(m)) }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(func() int {
-		if !testing.Short() {
-			dir, err := os.MkdirTemp("", "geoip-faults-")
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			defer os.RemoveAll(dir)
-			geoipBin = filepath.Join(dir, "geoip")
-			// The go command that runs the tests is on PATH (make test, CI).
-			if out, err := exec.Command("go", "build", "-o", geoipBin, ".").CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "build geoip: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}())
-}
+// geoipProc is one geoip process (proctest.Process) with the /proc readings
+// the fault tests compare.
+type geoipProc struct{ *proctest.Process }
 
-// lockedBuffer collects a process's log lines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-type geoipProc struct {
-	cmd  *exec.Cmd
-	base string // http://127.0.0.1:port
-	addr string
-	logs *lockedBuffer
-}
-
-var listening = regexp.MustCompile(`"msg":"server listening","addr":"([0-9.]+:[0-9]+)"`)
-
-// startGeoip runs bin/geoip serve on a free loopback port with JSON logs and env added,
-// and stops it (SIGTERM) when the test ends.
+// startGeoip runs the geoip binary (built once, without the race detector,
+// so its memory figures are real) as `serve` on a free loopback port in
+// production mode with env added; proctest stops it (SIGTERM) when the test
+// ends and shows its logs if the test failed.
 func startGeoip(t *testing.T, env map[string]string) *geoipProc {
 	t.Helper()
-	if geoipBin == "" {
-		t.Skip("the fault suite runs the real binary; skipped with -short")
-	}
-	cmd := exec.Command(geoipBin, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "PORT=0", "HOST=127.0.0.1", "NODE_ENV=production"}
+	vars := []string{"NODE_ENV=production"}
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		vars = append(vars, k+"="+v)
 	}
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("geoip logs:\n%s", tail(logs.String(), 4000))
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(logs.String()); m != nil {
-			return &geoipProc{cmd: cmd, base: "http://" + m[1], addr: m[1], logs: logs}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("geoip exited at start:\n%s", logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Fatalf("geoip did not start listening:\n%s", logs.String())
-	return nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
+	return &geoipProc{proctest.Start(t, proctest.Build(t, "."), proctest.Options{Args: []string{"serve"}, Env: vars})}
 }
 
 // procStatus reads a field of /proc/<pid>/status in kB (VmRSS, VmHWM).
 func (p *geoipProc) procStatus(t *testing.T, field string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		t.Skipf("no /proc on this system: %v", err)
 	}
@@ -159,7 +71,7 @@ func (p *geoipProc) procStatus(t *testing.T, field string) int64 {
 // cpuTime is the process's user and system CPU time, from /proc/<pid>/stat.
 func (p *geoipProc) cpuTime(t *testing.T) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 	if err != nil {
 		t.Skipf("no /proc on this system: %v", err)
 	}
@@ -190,7 +102,7 @@ func TestBatchFloodKeepsGeoipSmall(t *testing.T) {
 		errs := make(chan error, parallel)
 		for range parallel {
 			wg.Go(func() {
-				resp, err := client.Post(p.base+"/batch", "application/json", strings.NewReader(body))
+				resp, err := client.Post(p.Base+"/batch", "application/json", strings.NewReader(body))
 				if err != nil {
 					errs <- err
 					return
@@ -261,7 +173,7 @@ const headerTimeout = 10 * time.Second
 // all closed by the read-header timeout, while ordinary requests keep being answered.
 func TestHostileSocketsAreClosed(t *testing.T) {
 	p := startGeoip(t, map[string]string{"RATE_LIMIT_MAX": "100000"})
-	answer, after := rawExchange(t, p.addr, "GET /8.8.8.8/json/ HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", 5*time.Second)
+	answer, after := rawExchange(t, p.Addr, "GET /8.8.8.8/json/ HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", 5*time.Second)
 	if !strings.HasPrefix(answer, "HTTP/1.1 200 OK") || !strings.Contains(answer, "Connection: close") {
 		t.Fatalf("unsent body: %.200q", answer)
 	}
@@ -271,14 +183,14 @@ func TestHostileSocketsAreClosed(t *testing.T) {
 	const halfOpen = 200
 	conns := make([]net.Conn, halfOpen)
 	for i := range conns {
-		c, err := net.Dial("tcp", p.addr)
+		c, err := net.Dial("tcp", p.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		conns[i] = c
 	}
-	slow, err := net.Dial("tcp", p.addr)
+	slow, err := net.Dial("tcp", p.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +204,7 @@ func TestHostileSocketsAreClosed(t *testing.T) {
 		}
 	}()
 	// Meanwhile, others are served.
-	resp, err := http.Get(p.base + "/8.8.8.8/json/")
+	resp, err := http.Get(p.Base + "/8.8.8.8/json/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +296,7 @@ func TestDatabaseFaultsUnderLoad(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				resp, err := client.Get(p.base + "/8.8.8.8/json/")
+				resp, err := client.Get(p.Base + "/8.8.8.8/json/")
 				if err != nil {
 					mu.Lock()
 					bad = append(bad, err.Error())
@@ -455,9 +367,9 @@ func TestDatabaseFaultsUnderLoad(t *testing.T) {
 		{"garbage", func() { writeAtomically(t, path, bytes.Repeat([]byte("garbage "), 5000)) }, "format"},
 	}
 	for _, r := range refusals {
-		before := failures(t, p.base)[r.reason]
+		before := failures(t, p.Base)[r.reason]
 		r.write()
-		await(r.name+" to be refused", func() bool { return failures(t, p.base)[r.reason] > before })
+		await(r.name+" to be refused", func() bool { return failures(t, p.Base)[r.reason] > before })
 		if !serving("Second Town") {
 			t.Errorf("%s: the previous database stopped serving", r.name)
 		}
@@ -470,7 +382,7 @@ func TestDatabaseFaultsUnderLoad(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("%d of %d answers were wrong during the faults, e.g. %v", len(bad), answers.Load(), bad[:min(len(bad), 5)])
 	}
-	logs := p.logs.String()
+	logs := p.Logs.String()
 	for _, want := range []string{`"reason":"corrupt"`, `"reason":"format"`, "corrupt bin: ipv4 row 0 column 4 points at byte"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the logs do not say %s", want)

@@ -74,7 +74,10 @@ Environment (serve):
                             embedded DB-IP sample)
   GEOIP_ASN_DB              autonomous-system database (GeoLite2-ASN or DB-IP ASN Lite
                             .mmdb) filling asn and org (default: none, both empty)
-  GEOIP_WATCH_INTERVAL      how often the database files are checked for changes (5s)
+  GEOIP_OVERRIDES           JSON file of local corrections, [{"network": CIDR, "city": ...}]
+                            (default: none); reloaded as the databases are
+  GEOIP_WATCH_INTERVAL      how often the database and overrides files are checked for
+                            changes (5s)
   IP2LOCATION_TOKEN, IP2LOCATION_PRODUCT
                             download and install updates (e.g. DB11LITEBINIPV6); both or
                             neither (default: off)
@@ -98,7 +101,7 @@ Environment (serve):
   METRICS_ENABLED           serve /metrics (true)
   API_TOKEN                 the library's static bearer token (none)
 
-Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database files.
+Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database and overrides files.
 `
 
 // run is the whole program behind main, so a test can drive it with its own arguments,
@@ -147,7 +150,9 @@ type App struct {
 	ASN     *dbfile.Manager  // nil without GEOIP_ASN_DB
 	Updater *updater.Updater // nil without IP2LOCATION_TOKEN
 	Answers *answer.Engine
-	HTTP    *apiserver.Server[struct{}] // cmd/geoip/http.go
+	// Overrides is GEOIP_OVERRIDES, swapped into Answers (nil when unset).
+	Overrides *overridesFile
+	HTTP      *apiserver.Server[struct{}] // cmd/geoip/http.go
 }
 
 // Close stops the server (a no-op once it has stopped), then closes the databases and the
@@ -204,6 +209,11 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv}); err != nil {
 		return nil, err
 	}
+	if cfg.OverridesPath != "" {
+		if app.Overrides, err = openOverrides(cfg.OverridesPath, app.Answers, cfg.WatchInterval, app.Log); err != nil {
+			return nil, err
+		}
+	}
 	return app, nil
 }
 
@@ -213,16 +223,17 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 // goroutine it started has.
 func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()) {
 	var wg sync.WaitGroup
-	// One signal handler: each value of hup reloads both databases.
+	// One signal handler: each value of hup reloads both databases and the overrides.
 	cityHup := make(chan os.Signal, 1)
 	asnHup := make(chan os.Signal, 1)
+	overridesHup := make(chan os.Signal, 1)
 	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case sig := <-hup:
-				for _, ch := range []chan os.Signal{cityHup, asnHup} {
+				for _, ch := range []chan os.Signal{cityHup, asnHup, overridesHup} {
 					select {
 					case ch <- sig:
 					default: // a reload is pending already
@@ -234,6 +245,9 @@ func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()
 	wg.Go(func() { a.DB.Watch(ctx, cityHup) })
 	if a.ASN != nil {
 		wg.Go(func() { a.ASN.Watch(ctx, asnHup) })
+	}
+	if a.Overrides != nil {
+		wg.Go(func() { a.Overrides.Watch(ctx, overridesHup) })
 	}
 	if a.Updater != nil {
 		wg.Go(func() { a.Updater.Run(ctx) })

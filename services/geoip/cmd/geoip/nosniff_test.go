@@ -16,7 +16,7 @@ func TestEveryAnswerCarriesNosniff(t *testing.T) {
 	p := startGeoip(t, map[string]string{"RATE_LIMIT_MAX": "25", "RATE_LIMIT_WINDOW": "1h", "CORS_ORIGIN": "https://good.example"})
 	exchange := func(raw string) *http.Response {
 		t.Helper()
-		conn, err := net.Dial("tcp", p.addr)
+		conn, err := net.Dial("tcp", p.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func TestServeWiringAndMaskedSettings(t *testing.T) {
 		"IP2LOCATION_DOWNLOAD_URL": "http://127.0.0.1:1/download", // never the real service from a test
 		"GEOIP_UPDATE_DIR":         t.TempDir(),
 	})
-	res, err := http.Get(p.base + "/8.8.8.8/country/")
+	res, err := http.Get(p.Base + "/8.8.8.8/country/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,14 +41,14 @@ func TestServeWiringAndMaskedSettings(t *testing.T) {
 		t.Fatalf("no rate-limit counter in the service's Redis: %v %v", keys, err)
 	}
 	time.Sleep(200 * time.Millisecond) // the updater's first (failing) download logs too
-	out := p.logs.String()
+	out := p.Logs.String()
 	for _, secret := range []string{password, token} {
 		if strings.Contains(out, secret) {
 			t.Fatalf("a secret reached the logs:\n%s", out)
 		}
 	}
 	for _, want := range []string{`"msg":"geoip starting"`, `"redis_url":"redis://***@` + rds.Addr() + `/0"`,
-		`"ip2location_token":"***"`, `"port":0`, `"rate_limit_store":"redis"`} {
+		`"ip2location_token":"***"`, `"port":` + strings.TrimPrefix(p.Addr, "127.0.0.1:") + `,`, `"rate_limit_store":"redis"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %s:\n%s", want, out)
 		}
@@ -80,14 +80,14 @@ func TestReadinessDependsOnRedisOnlyWhenFailingClosed(t *testing.T) {
 		t.Run("RATE_LIMIT_FAIL_CLOSED="+tc.failClosed, func(t *testing.T) {
 			rds := redistest.Start(t)
 			p := startGeoip(t, map[string]string{"REDIS_URL": rds.URL(), "RATE_LIMIT_FAIL_CLOSED": tc.failClosed})
-			if code, body := status(p.base + "/readyz"); code != http.StatusOK {
+			if code, body := status(p.Base + "/readyz"); code != http.StatusOK {
 				t.Fatalf("/readyz with Redis up: %d %s", code, body)
 			}
 			rds.Stop()
-			if code, body := status(p.base + "/8.8.8.8/country/"); code != tc.lookup {
+			if code, body := status(p.Base + "/8.8.8.8/country/"); code != tc.lookup {
 				t.Errorf("lookup with Redis stopped: %d %s, want %d", code, body, tc.lookup)
 			}
-			code, body := status(p.base + "/readyz")
+			code, body := status(p.Base + "/readyz")
 			if code != tc.readyz || strings.Contains(body, `"redis"`) != tc.redisInReadiness {
 				t.Errorf("/readyz with Redis stopped: %d %s, want %d (redis check listed: %v)", code, body, tc.readyz, tc.redisInReadiness)
 			}

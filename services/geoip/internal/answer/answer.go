@@ -3,7 +3,7 @@
 // and the caches of encoded answers. It knows nothing of HTTP; internal/httpapi maps the
 // routes onto it.
 //
-// A lookup's walk: Answer asks the reserved ranges, then the answer cache (encoded answers
+// A lookup's walk: Answer asks the local overrides (overrides.go), the reserved ranges, then the answer cache (encoded answers
 // of hot addresses), then, for a source with location keys, the fragment cache (encoded
 // locations shared by many addresses), and only then the source's record, which it encodes
 // once (encode.go) and keeps in whichever cache wants it. The caches hold bytes, never a
@@ -92,6 +92,9 @@ type Engine struct {
 	now   func() time.Time
 
 	hits, misses atomic.Uint64
+
+	over   atomic.Pointer[Overrides]     // SetOverrides; nil: none
+	joined atomic.Pointer[joinedVersion] // versions
 }
 
 // New makes the engine of src.
@@ -116,7 +119,16 @@ func New(src Source, opts Options) *Engine {
 // the version of the data it came from: reserved ranges without a lookup, the rest from
 // the caches or the source. body may be shared with other callers: read it, never write it.
 func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err error) {
-	version = e.src.Version()
+	srcVersion, version := e.versions()
+	if ov := e.over.Load().lookup(addr); ov != nil {
+		// Not cached: overridden networks are few, and an answer of theirs is built whole.
+		loc, err := e.overridden(addr, ov)
+		if err != nil {
+			return nil, "", "", err
+		}
+		ent := encode(&loc, version, nil, nil)
+		return ent.json, ent.etag, version, nil
+	}
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
 		ent := encode(&loc, version, nil, nil)
@@ -132,7 +144,7 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 	if !admit && e.keys != nil {
 		// Not worth caching whole: from the encoding of the row's location, when the
 		// source keys its rows.
-		if ent, done, err := e.byLocation(addr, version, now); done {
+		if ent, done, err := e.byLocation(addr, srcVersion, version, now); done {
 			return ent.json, ent.etag, version, err
 		}
 	}
@@ -155,7 +167,11 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 // with the version of the data it came from. It is the caller's: no string in it is the
 // database's memory.
 func (e *Engine) Record(addr netip.Addr) (Location, string, error) {
-	version := e.src.Version()
+	_, version := e.versions()
+	if ov := e.over.Load().lookup(addr); ov != nil {
+		loc, err := e.overridden(addr, ov)
+		return loc, version, err
+	}
 	if isReserved(addr) {
 		return reservedLocation(addr), version, nil
 	}

@@ -218,13 +218,13 @@ func (c *fragmentCache) purge() {
 // fragment of its location, looking the record up and keeping its fragment when there is
 // none yet. done is false, nothing having been done, when addr's row has no key in the data
 // serving (Answer then answers from the record).
-func (e *Engine) byLocation(addr netip.Addr, version string, now time.Time) (ent entry, done bool, err error) {
+func (e *Engine) byLocation(addr netip.Addr, srcVersion, version string, now time.Time) (ent entry, done bool, err error) {
 	key, network, kver, ok := e.keys.LocationKey(addr)
-	if !ok || kver != version {
+	if !ok || kver != srcVersion {
 		return entry{}, false, nil
 	}
 	var f fragment
-	if e.frags.get(&key, version, now.UnixNano(), &f) {
+	if e.frags.get(&key, srcVersion, now.UnixNano(), &f) {
 		if !f.found {
 			network = netip.Prefix{}
 		}
@@ -238,7 +238,7 @@ func (e *Engine) byLocation(addr netip.Addr, version string, now time.Time) (ent
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	var spans runSpans
 	ent = encode(&loc, version, buf, &spans)
-	if keyed && kver == version && kver == e.src.Version() { // not a file replaced since
+	if keyed && kver == srcVersion && kver == e.src.Version() { // not a file replaced since
 		if f.fill(ent.json, &spans, addr, rec.Network, loc.facts) {
 			f.key = key
 			f.expires = now.UnixNano() + e.frags.ttl

@@ -17,7 +17,7 @@ import (
 // answers that are not a located record, ipapi.co's flags.
 type Location struct {
 	IP                 string  `json:"ip" doc:"The address the record describes, in canonical form (IPv4-mapped IPv6 is answered as IPv4)" example:"8.8.8.8"`
-	Network            string  `json:"network" doc:"CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network)" example:"8.8.8.0/24"`
+	Network            string  `json:"network" doc:"CIDR block of the database entry holding the address (from the BIN row's range, or the MMDB network), or of the local override (GEOIP_OVERRIDES) that answered" example:"8.8.8.0/24"`
 	Version            string  `json:"version" doc:"IPv4 or IPv6 (empty only for an invalid batch entry)" example:"IPv4"`
 	City               string  `json:"city" doc:"City name" example:"Mountain View"`
 	Region             string  `json:"region" doc:"Region or state name" example:"California"`

@@ -31,6 +31,7 @@ type Config struct {
 	Settings       apiserver.Settings
 	DBPath         string        // GEOIP_DB
 	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
+	OverridesPath  string        // GEOIP_OVERRIDES: optional JSON file of local corrections
 	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
 	Token          string        // IP2LOCATION_TOKEN
 	Product        string        // IP2LOCATION_PRODUCT
@@ -110,6 +111,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		DBPath:         getenv("GEOIP_DB"),
 		ASNPath:        getenv("GEOIP_ASN_DB"),
+		OverridesPath:  getenv("GEOIP_OVERRIDES"),
 		Token:          getenv("IP2LOCATION_TOKEN"),
 		Product:        getenv("IP2LOCATION_PRODUCT"),
 		DownloadURL:    getenv("IP2LOCATION_DOWNLOAD_URL"),
@@ -215,6 +217,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Any("settings", c.Settings),
 		slog.String("db", c.DBPath), slog.String("asn_db", c.ASNPath),
+		slog.String("overrides", c.OverridesPath),
 		slog.String("watch_interval", c.WatchInterval.String()),
 		slog.String("ip2location_token", token), slog.String("ip2location_product", c.Product),
 		slog.String("ip2location_download_url", redactURL(c.DownloadURL)),

@@ -38,6 +38,11 @@ const Description = `Location of IPv4 and IPv6 addresses, with ipapi.co's URL gr
 	"`xml`, `csv`, `yaml` and `jsonp` formats, and `POST /batch`.\n\n" +
 	"Reserved addresses (private, loopback, documentation...) are answered with `reserved: true` " +
 	"without a lookup; invalid ones with 400 and ipapi.co's body `{\"ip\": \"...\", \"error\": true, \"reason\": \"Invalid IP Address\"}`.\n\n" +
+	"**Local overrides**: an operator can correct networks with a JSON file named by `GEOIP_OVERRIDES`, " +
+	"`[{\"network\": \"10.20.0.0/16\", \"city\": \"Head Office\", \"country\": \"NL\"}, ...]`. " +
+	"An override is consulted before the reserved ranges and the database, the longest prefix winning: " +
+	"its fields replace the database's in every format and in batches, `network` is the override's, " +
+	"and an overridden private address is not `reserved`. The overrides' version is part of every ETag.\n\n" +
 	"[IP Geolocation by DB-IP](https://db-ip.com) (CC BY 4.0) when serving DB-IP data, as the embedded sample does."
 
 // Describe is the /docs text: Description, and without an ASN database why asn and org

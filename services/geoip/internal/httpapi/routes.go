@@ -113,7 +113,7 @@ func (a *API) register() {
 		explicit := apiserver.Operation{
 			Method: http.MethodGet, URL: "/:ip/" + f.name + "/", Tags: []string{tagLookup},
 			Summary:     "Location of an address as " + f.summary,
-			Description: "Cache-Control: public; the ETag changes with the database. Reserved addresses answer 200 with reserved: true.",
+			Description: "Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.",
 			Formats:     docFormats, NotJSON: docFormats != nil, ErrorBodies: addressErrors,
 		}
 		caller := apiserver.Operation{

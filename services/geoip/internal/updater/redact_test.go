@@ -1,7 +1,6 @@
 package updater_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,32 +8,14 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/updater"
 )
-
-// syncBuffer is a log sink the updater's goroutine and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Issue 13, finding 8: the updater logged the download URL with its token when the
 // service answered a text that echoed it.
@@ -64,7 +45,7 @@ func TestSecretsNeverReachErrorsOrLogs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			var logs syncBuffer
+			var logs testkit.Buffer
 			u, err := updater.New(updater.Config{Token: "t0k3n/+x", Product: "DB11LITEBINIPV6",
 				Target: filepath.Join(t.TempDir(), "x.BIN"), URL: r.url, Interval: time.Hour,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil))}, m)
