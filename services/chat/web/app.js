@@ -64,11 +64,16 @@ async function showMe() {
     return;
   }
   try {
-    const res = await fetch(new URL("api/v1/users/me", base), { headers: { Authorization: "Bearer " + t } });
+    const u = new URL("api/v1/users/me", base);
+    u.searchParams.set("channel", state.channel);
+    const res = await fetch(u, { headers: { Authorization: "Bearer " + t } });
     const body = await res.json();
     if (!res.ok) throw new Error(body.message || String(res.status));
-    $("who").textContent = "as " + body.name + " (" + body.role + ")";
-    tellEmbedder({ type: "chat-signed-in", user: { id: body.id, name: body.name, role: body.role } });
+    // The role in this channel: the higher of the platform-wide one and
+    // the one given here.
+    const role = body.channel ? body.channel.role : body.role;
+    $("who").textContent = "as " + body.name + " (" + role + " in #" + state.channel + ")";
+    tellEmbedder({ type: "chat-signed-in", user: { id: body.id, name: body.name, role, channel: state.channel } });
   } catch (e) {
     $("who").textContent = "";
     showError("sign-in failed: " + e.message);
@@ -307,6 +312,7 @@ function join(channel) {
   }
   state.backoff = 500;
   connect();
+  showMe(); // the role shown is the one held in this channel
 }
 
 $("channel-form").addEventListener("submit", (e) => {

@@ -388,9 +388,21 @@ func testUsers(t *testing.T, e engine) {
 	}
 	var me httpapi.User
 	s.must(200, "GET", "/api/v1/users/me", u.Token, nil, &me)
-	if me.ID != u.ID || me.Role != "vip" {
+	if me.ID != u.ID || me.Role != "vip" || me.Channel != nil {
 		t.Fatalf("me: %+v", me)
 	}
+	// With a channel, the role held there: a moderator of #music, a vip
+	// (the platform-wide role) in #general.
+	s.must(200, "PUT", "/api/v1/channels/music/roles/"+u.ID, adminToken, map[string]any{"role": "moderator"}, nil)
+	s.must(200, "GET", "/api/v1/users/me?channel=music", u.Token, nil, &me)
+	if me.Role != "vip" || me.Channel == nil || me.Channel.Name != "music" || me.Channel.Role != "moderator" {
+		t.Fatalf("me in #music: %+v", me)
+	}
+	s.must(200, "GET", "/api/v1/users/me?channel=general", u.Token, nil, &me)
+	if me.Channel == nil || me.Channel.Role != "vip" {
+		t.Fatalf("me in #general: %+v", me)
+	}
+	errorBody(t, s.call("GET", "/api/v1/users/me?channel=no%20such", u.Token, nil), 400)
 	// Default role; names unique regardless of case; bad names.
 	var v httpapi.CreatedUser
 	s.must(201, "POST", "/api/v1/users", adminToken, map[string]any{"name": "bob"}, &v)

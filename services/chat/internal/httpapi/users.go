@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/apistack/platform/libs/apiserver"
 
@@ -67,7 +68,10 @@ type UnbanInput struct {
 }
 
 // MeInput takes no parameters.
-type MeInput struct{}
+// MeInput names, optionally, the channel whose standing the answer adds.
+type MeInput struct {
+	Channel string `query:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Add the caller's standing in this channel (its role there, a ban or timeout held there) as channel"`
+}
 
 func (a *API) registerUsers(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -84,7 +88,7 @@ func (a *API) registerUsers(srv *apiserver.Server[chat.User]) {
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/users/me", Tags: []string{tagUsers},
-		Summary: "The caller's user", Description: "Any valid token may read its own user.",
+		Summary: "The caller's user", Description: "Any valid token may read its own user; with `channel`, its role and standing there too.",
 	}, "", nil), a.me)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -150,7 +154,7 @@ func (a *API) listUsers(c *apiserver.Context[chat.User], _ *MeInput) (UserList, 
 	return out, nil
 }
 
-func (a *API) me(c *apiserver.Context[chat.User], _ *MeInput) (User, error) {
+func (a *API) me(c *apiserver.Context[chat.User], in *MeInput) (User, error) {
 	actor, err := Actor(c)
 	if err != nil {
 		return User{}, err
@@ -161,7 +165,14 @@ func (a *API) me(c *apiserver.Context[chat.User], _ *MeInput) (User, error) {
 	if err != nil {
 		return User{}, StatusError(err, inParams)
 	}
-	return userOf(u), nil
+	if in.Channel == "" {
+		return userOf(u), nil
+	}
+	m, err := a.svc.Member(c.Request.Context(), u, strings.ToLower(in.Channel))
+	if err != nil {
+		return User{}, StatusError(err, inParams)
+	}
+	return memberOf(m), nil
 }
 
 func (a *API) getUser(c *apiserver.Context[chat.User], in *UserIDInput) (User, error) {

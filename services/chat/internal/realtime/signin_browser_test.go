@@ -69,12 +69,13 @@ func TestBrowserPageSignsInWithPlatformToken(t *testing.T) {
 		web.Mount(srv.Instance(), web.Options{EmbedOrigins: []string{allowedOrigin}})
 	}}, testPrefix())
 	ctx := context.Background()
-	// A moderator signs in by fragment: the page shows the role.
+	// A moderator of #general (a viewer elsewhere) signs in by fragment: the
+	// page shows the role it holds in its channel.
 	frag := sign("frag-1", "Frag_User")
 	if _, err := r.svc.Authenticate(ctx, frag); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.SetRole(ctx, r.admin, chat.PlatformUserID("frag-1"), chat.RoleModerator); err != nil {
+	if _, err := r.svc.SetChannelRole(ctx, r.admin, "general", chat.PlatformUserID("frag-1"), chat.RoleModerator); err != nil {
 		t.Fatal(err)
 	}
 	browser := browsertest.New(t, 120*time.Second)
@@ -82,7 +83,7 @@ func TestBrowserPageSignsInWithPlatformToken(t *testing.T) {
 	if err := chromedp.Do(tab, chromedp.Navigate(r.base+"/#channel=general&token="+frag)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, tab, `document.querySelector('#who').textContent === 'as Frag_User (moderator)'`)
+	waitJS(t, tab, `document.querySelector('#who').textContent === 'as Frag_User (moderator in #general)'`)
 	waitJS(t, tab, `location.hash === '#general' && !location.href.includes('token')`)
 
 	// The embedding site hands the framed page its token.

@@ -33,7 +33,7 @@ func TestChatThroughGeneratedClient(t *testing.T) {
 		t.Fatalf("POST /users: %v %d %s", err, created.StatusCode(), created.Body)
 	}
 	token := created.JSON201.Token
-	me, err := c.GetApiV1UsersMeWithResponse(ctx, bearer(token))
+	me, err := c.GetApiV1UsersMeWithResponse(ctx, &apiclient.GetApiV1UsersMeParams{}, bearer(token))
 	if err != nil || me.JSON200 == nil || me.JSON200.Name != "gen_client" {
 		t.Fatalf("GET /users/me: %v %s", err, me.Body)
 	}
