@@ -41,6 +41,8 @@ export PROMETHEUS_PORT=${PROMETHEUS_PORT:-19090} GRAFANA_PORT=${GRAFANA_PORT:-13
 export RATE_LIMIT_MAX=${RATE_LIMIT_MAX:-100000}
 export RATE_LIMIT_WINDOW=${RATE_LIMIT_WINDOW:-1m}
 export CHAT_ADMIN_TOKEN=${CHAT_ADMIN_TOKEN:-e2e-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')}
+# Production refuses the compose file's placeholder JWT secret, as it does the admin token's.
+export CHAT_JWT_SECRET=${CHAT_JWT_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 export NODE_ENV=${NODE_ENV:-production}
 export GEOIP_IMAGE=${GEOIP_IMAGE:-apistack/geoip:e2e} CHAT_IMAGE=${CHAT_IMAGE:-apistack/chat:e2e}
 
