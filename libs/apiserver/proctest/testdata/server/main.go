@@ -19,6 +19,13 @@ func main() {
 		fmt.Println("giving up at start")
 		os.Exit(3)
 	}
+	// Ignore SIGTERM before listening: the test stops the server as soon as
+	// the port answers, and a signal that arrived before signal.Ignore ran
+	// would kill it the default way.
+	ignoreTerm := os.Getenv("IGNORE_TERM") != ""
+	if ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
 	readyAfter, _ := time.ParseDuration(os.Getenv("READY_AFTER"))
 	start := time.Now()
 	mux := http.NewServeMux()
@@ -38,8 +45,7 @@ func main() {
 	fmt.Println("listening on", l.Addr())
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(l) }()
-	if os.Getenv("IGNORE_TERM") != "" {
-		signal.Ignore(syscall.SIGTERM)
+	if ignoreTerm {
 		select {}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
