@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // RequestID returns the request's id (X-Request-ID, honoured or generated),
@@ -30,7 +32,20 @@ func RequestID(c *gin.Context) string {
 // commonMiddleware runs on every request: recovery, request id, access log
 // and metrics, then CORS.
 func (s *Server[A]) commonMiddleware() []gin.HandlerFunc {
+	if s.tracing != nil {
+		// First, so that its span holds the others' work and sees the final status.
+		trace := s.tracing.Middleware(tracing.Request{Route: s.traceRoute, Client: s.ClientIP})
+		return []gin.HandlerFunc{trace, s.observe, s.cors()}
+	}
 	return []gin.HandlerFunc{s.observe, s.cors()}
+}
+
+// traceRoute names a request's span: its route label, "" when no route matched.
+func (s *Server[A]) traceRoute(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return s.routeLabel(r)
+	}
+	return ""
 }
 
 // requestIDs: a random per-process prefix and a counter make ids unique
@@ -136,7 +151,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 			level = slog.LevelDebug
 		}
 		if s.log.Enabled(c, level) {
-			s.log.LogAttrs(c, level, "request",
+			attrs := [...]slog.Attr{
 				slog.String("request_id", id),
 				slog.String("method", c.Request.Method),
 				slog.String("route", route),
@@ -144,7 +159,17 @@ func (s *Server[A]) observe(c *gin.Context) {
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 				slog.String("client", s.clientIP.ResolveRequest(c.Request).String()),
-				slog.Int("bytes", c.Writer.Size()))
+				slog.Int("bytes", c.Writer.Size()),
+				{}, // trace_id
+			}
+			n := len(attrs) - 1
+			if s.tracing != nil {
+				if tid := tracing.TraceID(c.Request.Context()); tid != "" {
+					attrs[n] = slog.String("trace_id", tid)
+					n++
+				}
+			}
+			s.log.LogAttrs(c, level, "request", attrs[:n]...)
 		}
 	}()
 	c.Next()
@@ -157,6 +182,9 @@ func (s *Server[A]) abortWithError(c *gin.Context, err error) {
 	if e.Status >= 500 {
 		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "status", e.Status, "err", err)
+		if s.tracing != nil {
+			tracing.RecordError(c.Request.Context(), err)
+		}
 	}
 	for k, vs := range e.Header {
 		for _, v := range vs {
