@@ -34,10 +34,20 @@ func RequestID(c *gin.Context) string {
 func (s *Server[A]) commonMiddleware() []gin.HandlerFunc {
 	if s.tracing != nil {
 		// First, so that its span holds the others' work and sees the final status.
-		trace := s.tracing.Middleware(tracing.Request{Route: s.traceRoute, Client: s.ClientIP})
+		trace := s.tracing.Middleware(tracing.Request{Route: s.traceRoute, Client: s.ClientIP, Skip: untraced})
 		return []gin.HandlerFunc{trace, s.observe, s.cors()}
 	}
 	return []gin.HandlerFunc{s.observe, s.cors()}
+}
+
+// untraced are the built-in routes that orchestrators and Prometheus call every few
+// seconds: a trace of each would bury the real ones.
+func untraced(c *gin.Context) bool {
+	switch c.FullPath() {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
 }
 
 // traceRoute names a request's span: its route label, "" when no route matched.

@@ -153,7 +153,7 @@ func TestTracingContinuesTheCallersTrace(t *testing.T) {
 				}
 			}
 			kids := childrenOf(spans, sp)
-			if len(kids) != 1 || kids[0].Attr("db.system.name") != "redis" || kids[0].GetName() != "ratelimit" {
+			if len(kids) != 1 || kids[0].Attr("db.system") != "redis" || kids[0].GetName() != "ratelimit" {
 				t.Fatalf("children of the server span: %s; want the rate limiter's Redis check", tracingtest.Describe(kids))
 			}
 			cmds := childrenOf(spans, kids[0])
@@ -171,7 +171,7 @@ func TestTracingContinuesTheCallersTrace(t *testing.T) {
 
 // A handler's error is a 5xx span with the error status and the cause as an exception
 // event (which the answer never shows); an unknown path's span is named by its method
-// only, whatever the path.
+// only, whatever the path; health probes and metrics scrapes make no span.
 func TestTracingRecordsFailuresAndUnmatchedRoutes(t *testing.T) {
 	rcv := tracingtest.Start(t)
 	s := tracedServer(t, rcv, "", nil, nil, slog.New(slog.DiscardHandler))
@@ -181,6 +181,11 @@ func TestTracingRecordsFailuresAndUnmatchedRoutes(t *testing.T) {
 	}
 	if code := getTraced(t, base+"/no/such/path/203.0.113.9"); code != http.StatusNotFound {
 		t.Fatalf("status %d", code)
+	}
+	for _, probe := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code := getTraced(t, base+probe); code != http.StatusOK {
+			t.Fatalf("%s: status %d", probe, code)
+		}
 	}
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -212,6 +217,9 @@ func TestTracingRecordsFailuresAndUnmatchedRoutes(t *testing.T) {
 	}
 	if unmatched.Attr("http.route") != "" || unmatched.GetStatus().GetCode().String() == "STATUS_CODE_ERROR" {
 		t.Errorf("unmatched: route %q status %s", unmatched.Attr("http.route"), unmatched.GetStatus().GetCode())
+	}
+	if len(spans) != 2 {
+		t.Errorf("probes and scrapes traced too: %s", tracingtest.Describe(spans))
 	}
 }
 

@@ -19,6 +19,9 @@ type Request struct {
 	Route func(c *gin.Context) string
 	// Client is the caller's address as the server resolves it (TRUSTED_PROXIES).
 	Client func(r *http.Request) string
+	// Skip, when set, says which requests get no span (probes and scrapes, which
+	// would fill the collector with traces nobody reads).
+	Skip func(c *gin.Context) bool
 }
 
 // Middleware starts a server span per request, continued from the request's W3C
@@ -33,6 +36,10 @@ type Request struct {
 // context is left as it was.
 func (p *Provider) Middleware(req Request) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if req.Skip != nil && req.Skip(c) {
+			c.Next()
+			return
+		}
 		r := c.Request
 		ctx := r.Context()
 		// The header looked up by its canonical key: Extract's Header.Get would

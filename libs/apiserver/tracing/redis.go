@@ -15,8 +15,9 @@ import (
 )
 
 // InstrumentRedis makes every command of client, run on a request's context, a child span
-// of the request's (redisotel). Call it once, before the client is shared. Commands are
-// named, never written out: their arguments are chat messages, tokens and keys. Commands
+// of the request's (redisotel), with db.system "redis". Call it once, before the client is
+// shared. Commands are named, never written out: their arguments are chat messages,
+// tokens and keys. Commands
 // outside any request (a background loop, a blocking read) make no span, which would
 // otherwise each start a trace of its own. With tracing off it does nothing.
 func (p *Provider) InstrumentRedis(client redis.UniversalClient) error {
@@ -26,6 +27,7 @@ func (p *Provider) InstrumentRedis(client redis.UniversalClient) error {
 	err := redisotel.InstrumentTracing(client,
 		redisotel.WithTracerProvider(p.redis),
 		redisotel.WithDBStatement(false),
+		redisotel.WithCallerEnabled(false), // a stack walk per command
 		redisotel.WithCommandFilter(redisotel.DefaultCommandFilter))
 	if err != nil {
 		return fmt.Errorf("tracing: redis: %w", err)
@@ -50,7 +52,7 @@ type limiter struct {
 	tracer trace.Tracer
 }
 
-var limiterAttrs = trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("db.operation.name", "ratelimit"))
+var limiterAttrs = trace.WithAttributes(attribute.String("db.system", "redis"), attribute.String("db.operation", "ratelimit"))
 
 func (l *limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) (ratelimit.Result, error) {
 	ctx, span := l.tracer.Start(ctx, "ratelimit", trace.WithSpanKind(trace.SpanKindClient), limiterAttrs)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
@@ -26,6 +27,8 @@ type httpDeps struct {
 	// Getenv is what the library reads its own variables through
 	// (TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_*, ...).
 	Getenv func(string) string
+	// Tracing is the OTEL_* tracing (nil: off); the server flushes it on Stop.
+	Tracing *tracing.Provider
 }
 
 // newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded, and
@@ -34,6 +37,7 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 	srv, err := apiserver.New(apiserver.Config[struct{}]{
 		Settings:       &cfg.Settings,
 		Redis:          deps.Redis,
+		Tracing:        deps.Tracing,
 		Registry:       deps.Registry,
 		APITitle:       "geoip",
 		ServiceName:    "geoip",
