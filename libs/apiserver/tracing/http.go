@@ -58,7 +58,8 @@ func (p *Provider) Middleware(req Request) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		attrs := make([]attribute.KeyValue, 0, 7)
+		// Set once, at the end, with the status: the span copies them in one go.
+		attrs := make([]attribute.KeyValue, 0, 10)
 		attrs = append(attrs,
 			attribute.String("http.request.method", methodAttr(r.Method, known)),
 			attribute.String("url.path", r.URL.Path),
@@ -72,16 +73,16 @@ func (p *Provider) Middleware(req Request) gin.HandlerFunc {
 			span.SetName(method + " " + route)
 			attrs = append(attrs, attribute.String("http.route", route))
 		}
-		span.SetAttributes(attrs...)
 		c.Request = r.WithContext(ctx)
 		defer func() {
 			status := c.Writer.Status()
-			span.SetAttributes(attribute.Int("http.response.status_code", status))
+			attrs = append(attrs, attribute.Int("http.response.status_code", status))
 			if status >= 500 {
 				// Server spans: only the server's own failures are errors, a client's 4xx is not.
-				span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
+				attrs = append(attrs, attribute.String("error.type", strconv.Itoa(status)))
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
+			span.SetAttributes(attrs...)
 			span.End()
 		}()
 		c.Next()
