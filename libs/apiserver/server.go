@@ -125,6 +125,9 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 		s.limiter = s.tracing.Limiter(s.limiter)
 		if err := s.tracing.InstrumentRedis(s.ownRedis); err != nil {
 			_ = s.closeOwnRedis()
+			if cfg.Tracing == nil {
+				_ = s.tracing.Shutdown(context.Background())
+			}
 			return nil, err
 		}
 	}
