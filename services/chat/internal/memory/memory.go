@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 var (
-	_ chat.Store  = (*Store)(nil)
-	_ feed.Source = (*Store)(nil)
+	_ chat.Store      = (*Store)(nil)
+	_ chat.FeedSource = (*Store)(nil)
 )
 
 type channel struct {
@@ -179,7 +178,7 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 	for f := range s.feeds {
 		if f.watched[ev.Channel] > 0 {
 			e := ev
-			f.fn(feed.Notice{Channel: ev.Channel, Prev: prev, Event: &e})
+			f.fn(chat.Notice{Channel: ev.Channel, Prev: prev, Event: &e})
 		}
 	}
 	return ev
@@ -564,7 +563,7 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 		s.append(s.channel(ev.Channel), *ev)
 	}
 	if p.Banned != nil && *p.Banned {
-		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
+		s.revoke(chat.Notice{Revoke: chat.RevokeBanned, User: id})
 	}
 	return u, nil
 }
@@ -584,7 +583,7 @@ func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error
 	delete(s.names, strings.ToLower(u.Name))
 	delete(s.tokens, u.TokenHash)
 	delete(s.sends, id)
-	s.revoke(feed.Notice{Revoke: feed.Deleted, User: id})
+	s.revoke(chat.Notice{Revoke: chat.RevokeDeleted, User: id})
 	return nil
 }
 
@@ -1052,7 +1051,7 @@ func (s *Store) Punish(_ context.Context, p chat.Punish) (chat.Punishment, error
 		s.append(s.channel(step.Event.Channel), *step.Event)
 	}
 	if step.Penalty.Kind == chat.PenaltyBan && !p.InChannel {
-		s.revoke(feed.Notice{Revoke: feed.Banned, User: u.ID})
+		s.revoke(chat.Notice{Revoke: chat.RevokeBanned, User: u.ID})
 	}
 	out.User = u
 	return out, nil

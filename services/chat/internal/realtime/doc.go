@@ -7,7 +7,7 @@
 // Every channel's events live in its log (chat.EventLog: one Redis Stream
 // per channel, or the memory engine's log); the log is the record that
 // recovery (since=), history and ordering rest on. A replica learns that a
-// log grew from the engine's feed (package feed): every script that appends
+// log grew from the engine's feed (chat.FeedSource, which cmd/chat hands the hub): every script that appends
 // to a channel's stream also publishes the new entry, prefixed by the id of
 // the entry before it, on the channel's "live" shard channel (SPUBLISH, in
 // the channel's hash slot). Each replica holds ONE Pub/Sub connection per

@@ -16,7 +16,6 @@ import (
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/readwait"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // Options tune a Hub; zero values take the defaults in brackets.
@@ -77,8 +76,8 @@ type Options struct {
 	// returns (100).
 	ReadLimit int
 	// Feed tells the hub which watched channels grew (the engine's own,
-	// when it is a feed.Source; both engines are).
-	Feed feed.Source
+	// when it is a chat.FeedSource; both engines are).
+	Feed chat.FeedSource
 	// Limits bound sockets per replica, anonymous client, user, address
 	// and network, and channels per address (nil: DefaultLimits).
 	Limits *Limits
@@ -165,7 +164,7 @@ func (o *Options) fill() error {
 type Hub struct {
 	svc     *chat.Service
 	log     chat.EventLog
-	feed    feed.Feed
+	feed    chat.Feed
 	opts    Options
 	logger  *slog.Logger
 	metrics *metrics
@@ -215,7 +214,7 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 	}
 	src := opts.Feed
 	if src == nil {
-		s, ok := h.log.(feed.Source)
+		s, ok := h.log.(chat.FeedSource)
 		if !ok {
 			return nil, fmt.Errorf("realtime: the engine's log (%T) cannot notify live delivery; pass Options.Feed", h.log)
 		}
@@ -237,7 +236,7 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 // notice hands a feed notice to its channel's room, if this replica has
 // one, or closes the sockets of a revoked user, or reports the feed's
 // failure.
-func (h *Hub) notice(n feed.Notice) {
+func (h *Hub) notice(n chat.Notice) {
 	if f := n.Failure; f != nil {
 		h.metrics.feedErrors.WithLabelValues(feedFailLabel(f.Reason)).Inc()
 		// A failure repeats at most once per retry, which backs off to a
@@ -261,13 +260,13 @@ func (h *Hub) notice(n feed.Notice) {
 // (every replica gets the same notice). Recheck (the feed reconnected and
 // may have missed revocations meanwhile) looks up every user with an open
 // socket here and closes those deleted or banned since they authenticated.
-func (h *Hub) revoke(n feed.Notice) {
+func (h *Hub) revoke(n chat.Notice) {
 	switch n.Revoke {
-	case feed.Recheck:
+	case chat.RevokeRecheck:
 		h.requestRecheck()
-	case feed.Deleted:
+	case chat.RevokeDeleted:
 		h.closeUser(n.User, CloseUserDeleted, "this account was deleted")
-	case feed.Banned:
+	case chat.RevokeBanned:
 		h.closeUser(n.User, CloseUserBanned, "this account was banned")
 	}
 }

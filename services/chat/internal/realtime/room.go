@@ -11,7 +11,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // room is one channel on one replica: the connections subscribed here and
@@ -34,8 +33,8 @@ type room struct {
 	started bool        // pos is set: the worker may run
 	stopped bool
 	idle    time.Time     // when the last subscriber left
-	inbox   []feed.Notice // notices waiting for the worker
-	spare   []feed.Notice // the worker's last batch, reused as the next inbox
+	inbox   []chat.Notice // notices waiting for the worker
+	spare   []chat.Notice // the worker's last batch, reused as the next inbox
 	working bool          // a worker owns delivery
 
 	// presence
@@ -114,14 +113,14 @@ func (r *room) unwatch() {
 
 // deliver queues a notice and starts the worker if none runs. It never
 // blocks on the store or a socket: it runs on a feed goroutine.
-func (r *room) deliver(n feed.Notice) {
+func (r *room) deliver(n chat.Notice) {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
 		return
 	}
 	if len(r.inbox) >= maxInbox {
-		r.inbox = append(r.inbox[:0], feed.Notice{Channel: r.name})
+		r.inbox = append(r.inbox[:0], chat.Notice{Channel: r.name})
 	} else {
 		r.inbox = append(r.inbox, n)
 	}
@@ -178,7 +177,7 @@ func (r *room) work() {
 // includes an event at or before pos: usually one a read already
 // delivered, but also the first event of a store that was reset, which
 // only the log can tell apart (the read then reports the history gone).
-func chain(batch []feed.Notice, pos chat.Cursor) (evs []chat.Event, gap bool) {
+func chain(batch []chat.Notice, pos chat.Cursor) (evs []chat.Event, gap bool) {
 	cur := pos
 	for _, n := range batch {
 		if n.Event != nil && n.Prev == cur && cur.Less(n.Event.Cursor) {

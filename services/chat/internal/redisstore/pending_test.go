@@ -10,7 +10,6 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // TestClusterModerationEventIsNeverLost: on a real 3-primary cluster, a ban
@@ -88,7 +87,7 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replica's feed drains on its own.
-	f, err := s.Subscribe(func(feed.Notice) {})
+	f, err := s.Subscribe(func(chat.Notice) {})
 	if err != nil {
 		t.Fatal(err)
 	}
