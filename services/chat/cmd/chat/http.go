@@ -44,21 +44,29 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 	return srv, nil
 }
 
+// engine is what openStore opened: the store and its feed for live
+// delivery.
+type engine struct {
+	store chat.Store
+	feed  chat.FeedSource
+}
+
 // openStore opens the engine: memory, or Redis on the process's client
 // (one server, Sentinel or Cluster, as REDIS_URL says). Live delivery
 // needs no pool of its own: it reads every channel through one Pub/Sub
 // connection and short non-blocking reads (internal/realtime/doc.go).
-func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (chat.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (engine, error) {
 	if rdb == nil {
-		return memory.New(cfg.History), nil
+		store := memory.New(cfg.History)
+		return engine{store: store, feed: store}, nil
 	}
 	store := redisstore.New(rdb, redisstore.Options{History: cfg.History})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("open redis engine: %w", err)
+		return engine{}, fmt.Errorf("open redis engine: %w", err)
 	}
-	return store, nil
+	return engine{store: store, feed: store}, nil
 }
 
 // serveHTTP declares the API (and live delivery) on the app's server and
@@ -72,7 +80,7 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 	if app.Redis != nil {
 		opts.Presence = redispresence.New(app.Redis, "", 0)
 	}
-	if _, err := realtime.Mount(app.HTTP, app.Service, opts); err != nil {
+	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Sources{Feed: app.Feed, Users: app.Store}, opts); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
 	web.Mount(app.HTTP.Instance(), web.Options{EmbedOrigins: app.Config.EmbedOrigins})

@@ -72,8 +72,10 @@ type App struct {
 	// Redis is the one client of the process (nil with the memory
 	// engine): the store, the send limit, presence and the library's
 	// rate-limit counters share its pool. App closes it last.
-	Redis   redis.UniversalClient
-	Store   chat.Store
+	Redis redis.UniversalClient
+	Store chat.Store
+	// Feed tells live delivery what the store appended (the engine's own).
+	Feed    chat.FeedSource
 	Service *chat.Service
 	Admin   chat.User
 	HTTP    *apiserver.Server[chat.User] // cmd/chat/http.go
@@ -112,9 +114,11 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		}
 		closers = append(closers, app.Redis.Close)
 	}
-	if app.Store, err = openStore(ctx, cfg, app.Redis); err != nil {
+	eng, err := openStore(ctx, cfg, app.Redis)
+	if err != nil {
 		return nil, err
 	}
+	app.Store, app.Feed = eng.store, eng.feed
 	closers = append(closers, app.Store.Close)
 	identities, err := cfg.JWT.Verifier()
 	if err != nil {

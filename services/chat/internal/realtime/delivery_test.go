@@ -171,7 +171,7 @@ func (s slowHead) Head(ctx context.Context, channel string) (chat.Cursor, error)
 func TestRoomBeingJoinedIsNotStoppedAsIdle(t *testing.T) {
 	store := slowHead{Store: memory.New(10), release: make(chan struct{})}
 	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: slog.New(slog.DiscardHandler)})
-	h, err := NewHub(svc, Options{RoomLinger: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	h, err := NewHub(svc, Sources{Feed: store, Users: store}, Options{RoomLinger: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,9 +54,15 @@ type replica struct {
 	admin chat.User
 }
 
+// engine is what a storage engine gives a replica: its store and its feed.
+type engine interface {
+	chat.Store
+	chat.FeedSource
+}
+
 type replicaConfig struct {
 	redisURL   string // empty: memory engine
-	store      chat.Store
+	store      engine
 	history    int
 	publicRead bool
 	cors       string
@@ -121,7 +127,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	if cfg.register != nil {
 		cfg.register(srv, svc)
 	}
-	hub, err := realtime.Mount(srv, svc, opts)
+	hub, err := realtime.Mount(srv, svc, realtime.Sources{Feed: store, Users: store}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
