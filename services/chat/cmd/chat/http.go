@@ -44,17 +44,21 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 	return srv, nil
 }
 
-// engine is what openStore opened: the store and its feed for live
-// delivery.
+// engine is what openStore opened: the store, its feed for live delivery,
+// and the engine's own background work (nil for none), which runs for as
+// long as the process does, whether or not a hub serves sockets.
 type engine struct {
-	store chat.Store
-	feed  chat.FeedSource
+	store  chat.Store
+	feed   chat.FeedSource
+	repair func(context.Context)
 }
 
 // openStore opens the engine: memory, or Redis on the process's client
 // (one server, Sentinel or Cluster, as REDIS_URL says). Live delivery
 // needs no pool of its own: it reads every channel through one Pub/Sub
-// connection and short non-blocking reads (internal/realtime/doc.go).
+// connection and short non-blocking reads (internal/realtime/doc.go). On
+// a Redis Cluster the engine repairs moderation events left pending
+// (internal/redisstore/pending.go).
 func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (engine, error) {
 	if rdb == nil {
 		store := memory.New(cfg.History)
@@ -66,7 +70,19 @@ func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 	if err := store.Ping(ctx); err != nil {
 		return engine{}, fmt.Errorf("open redis engine: %w", err)
 	}
-	return engine{store: store, feed: store}, nil
+	return engine{store: store, feed: store, repair: store.RepairPending}, nil
+}
+
+// runUntilStopped runs fn in a goroutine until stop is called; stop waits
+// for it to return.
+func runUntilStopped(fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // serveHTTP declares the API (and live delivery) on the app's server and

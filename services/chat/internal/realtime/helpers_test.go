@@ -94,7 +94,13 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	store := cfg.store
 	if store == nil {
 		if rdb != nil {
-			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
+			rs := redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
+			// As cmd/chat does: the engine's repair runs beside the hub.
+			ctx, stop := context.WithCancel(context.Background())
+			repaired := make(chan struct{})
+			go func() { defer close(repaired); rs.RepairPending(ctx) }()
+			t.Cleanup(func() { stop(); <-repaired })
+			store = rs
 		} else {
 			store = memory.New(cfg.history)
 		}

@@ -69,15 +69,6 @@ func (s *Store) Subscribe(fn func(chat.Notice)) (chat.Feed, error) {
 		defer f.wg.Done()
 		f.place()
 	}()
-	if s.cluster {
-		// Moderation events whose append failed after their user change
-		// (see pending.go): every replica drains them, idempotently.
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			s.drainLoop(f.ctx)
-		}()
-	}
 	return f, nil
 }
 
@@ -157,7 +148,7 @@ type redisFeed struct {
 	fn     func(chat.Notice)
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the revocations, the placer, the shards and, on a cluster, the pending drain
+	wg     sync.WaitGroup // the revocations, the placer and the shards
 	kick   chan struct{}  // wakes the placer
 
 	mu       sync.Mutex

@@ -93,7 +93,7 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 	}
 	if pend := pends[step-1]; pend.key != "" {
 		// As in UpdateUser: the change is stored and its event pending;
-		// a feed's drain appends it if this fails.
+		// the repair (RepairPending) appends it if this fails.
 		_ = s.applyPending(ctx, pend)
 	}
 	m := make(map[string]string, len(res)/2)

@@ -18,15 +18,16 @@ import (
 // and the event reaches the channel by appendPending, which is idempotent
 // per entry (a marker key in the channel's slot). The engine runs it right
 // after the change; when that fails (the channel's primary is down, the
-// process dies) the entry stays pending and every replica's feed drains
-// the hash every pendingDrainEvery, so the event is appended exactly once,
+// process dies) the entry stays pending and every process repairs it
+// (RepairPending, which cmd/chat runs from start to stop, with live
+// delivery or without) every pendingDrainEvery, so the event is appended exactly once,
 // late rather than never. The partial state that remains visible is a
 // moderation whose event is not in the channel yet, for at most as long as
 // the channel's primary is unreachable; the moderation itself (what sends
 // are checked against) is never half done.
 
 const (
-	// pendingDrainEvery is how often a replica's feed appends the pending
+	// pendingDrainEvery is how often RepairPending appends the pending
 	// moderation events whose own append failed.
 	pendingDrainEvery = 5 * time.Second
 	// pendingMarkerTTL keeps an "appended" marker (seconds): far longer
@@ -106,9 +107,15 @@ func (s *Store) drainPending(ctx context.Context) error {
 	}
 }
 
-// drainLoop drains the pending moderation events now and every
-// pendingDrainEvery until ctx ends (a cluster feed runs it).
-func (s *Store) drainLoop(ctx context.Context) {
+// RepairPending appends the pending moderation events now and every
+// pendingDrainEvery until ctx ends. On a Redis Cluster every process runs
+// it for as long as it runs (cmd/chat starts it with the engine, apart
+// from live delivery, so a replica that serves no socket repairs too);
+// elsewhere nothing is ever pending and it returns at once.
+func (s *Store) RepairPending(ctx context.Context) {
+	if !s.cluster {
+		return
+	}
 	t := time.NewTicker(pendingDrainEvery)
 	defer t.Stop()
 	for {

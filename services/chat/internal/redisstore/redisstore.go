@@ -893,8 +893,8 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	}
 	if pend.key != "" {
 		// The change is stored and its event is pending: if this append
-		// fails, a feed's drain appends it within pendingDrainEvery, so
-		// the caller gets the change it asked for either way.
+		// fails, RepairPending appends it within pendingDrainEvery, so the
+		// caller gets the change it asked for either way.
 		_ = s.applyPending(ctx, pend)
 	}
 	m := make(map[string]string, len(res)/2)

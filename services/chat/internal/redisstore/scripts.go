@@ -320,7 +320,7 @@ return redis.error_reply('CONFLICT')
 // then the pending entry and ARGV[4] its key), in the same slot as the user:
 // the change and the promise of its event are one atomic step, and the
 // engine appends the event next (appendPending), once, or any replica's
-// feed does later (Store.drainPending).
+// repair does later (Store.RepairPending).
 // A ban is announced on the revocation channel, so every replica closes
 // the user's sockets.
 // ARGV: role, event type (empty for none), event json, live channel,
