@@ -40,9 +40,9 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
-	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK), which
-	// only chat.Tail callers make (live delivery reads without blocking):
-	// each blocked read holds a connection. Default: the main client.
+	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK),
+	// which live delivery does not make (its feed says when to read): each
+	// blocked read holds a connection. Default: the main client.
 	Blocking redis.UniversalClient
 }
 
