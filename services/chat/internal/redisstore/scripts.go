@@ -139,9 +139,8 @@ return 1
 `)
 
 // punish applies a filter hit's consequence (chat.Punish) in the users'
-// slot: with a strike (ARGV[2] "1") it counts it in the strikes hash (n,
-// last ms; a last strike older than the expiry starts again at 1) and
-// takes the ladder's step for the count; then it changes the user as
+// slot: with a strike (ARGV[2] "1") it counts it and takes the ladder's
+// step for the count (strikeStep); then it changes the user as
 // updateUser does and records the step's event: appended on one server
 // (KEYS: user, strikes, log, seq, trim, deleted), stored as pending on a
 // cluster (KEYS: user, strikes, pending).
@@ -153,16 +152,8 @@ return 1
 var punish = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
-local n, step, now = 0, 1, tonumber(ARGV[3])
-if ARGV[2] == '1' then
-  local last = tonumber(redis.call('HGET', KEYS[2], 'last') or '0')
-  n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
-  if now - last > tonumber(ARGV[4]) then n = 0 end
-  n = n + 1
-  redis.call('HSET', KEYS[2], 'n', n, 'last', now)
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-  step = math.min(n, tonumber(ARGV[8]))
-end
+local strikesk, strike, now, expiry, steps = KEYS[2], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[8])
+` + strikeStep + `
 local b = 9 + (step - 1) * 6
 local kind, untilv, reason, etype, edata, pkey = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
 if kind == 'timeout' then
@@ -181,6 +172,28 @@ local out = {n, step}
 for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
 return out
 `)
+
+// strikeStep is the Lua of the strike ladder (chat.Punish), shared by
+// punish (platform-wide filters, the users' slot) and punishIn (a
+// channel's own, the channel's slot): with strike "1" it counts a strike
+// in the hash strikesk (n, last ms; a last strike older than expiry ms
+// starts again at 1, and the hash is forgotten expiry ms after the last)
+// and takes the ladder's step for the count, the last of steps once past
+// the end; without, step 1. Expects locals strikesk, strike, now (ms),
+// expiry and steps; leaves n (the count, 0 without a strike) and step
+// (1-based).
+const strikeStep = `
+local n, step = 0, 1
+if strike == '1' then
+  local last = tonumber(redis.call('HGET', strikesk, 'last') or '0')
+  n = tonumber(redis.call('HGET', strikesk, 'n') or '0')
+  if now - last > tonumber(expiry) then n = 0 end
+  n = n + 1
+  redis.call('HSET', strikesk, 'n', n, 'last', now)
+  redis.call('PEXPIRE', strikesk, expiry)
+  step = math.min(n, steps)
+end
+`
 
 // entryEpoch is the Lua that finds the log's last entry, prev ("<entry
 // id>.<epoch>", or "0-0" for an empty log), and the epoch of the entry

@@ -157,25 +157,17 @@ func (s *Store) punishInChannel(ctx context.Context, p chat.Punish) (chat.Punish
 }
 
 // punishIn applies a channel filter's consequence if the user's role in
-// the channel is still the expected one: counts the strike (when asked),
-// stores the step's ban or timeout as the user's standing there and
-// appends its event (liveNotice). Replies {strikes, step}.
+// the channel is still the expected one: counts the strike (when asked,
+// strikeStep), stores the step's ban or timeout as the user's standing
+// there and appends its event (liveNotice). Replies {strikes, step}.
 // KEYS: roles, bans, strikes, log, seq, trim, deleted. ARGV: user id,
 // expected role ("" none), strike flag, now ms, strike expiry ms, live
 // channel, log cap, steps; then per step: standing json ("" for a
 // warning), event type ("" for none), event json.
 var punishIn = redis.NewScript(`
 if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return redis.error_reply('CONFLICT') end
-local n, step, now = 0, 1, tonumber(ARGV[4])
-if ARGV[3] == '1' then
-  local last = tonumber(redis.call('HGET', KEYS[3], 'last') or '0')
-  n = tonumber(redis.call('HGET', KEYS[3], 'n') or '0')
-  if now - last > tonumber(ARGV[5]) then n = 0 end
-  n = n + 1
-  redis.call('HSET', KEYS[3], 'n', n, 'last', now)
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  step = math.min(n, tonumber(ARGV[8]))
-end
+local strikesk, strike, now, expiry, steps = KEYS[3], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[8])
+` + strikeStep + `
 local b = 9 + (step - 1) * 3
 if ARGV[b] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[b]) end
 if ARGV[b + 1] ~= '' then
