@@ -59,9 +59,17 @@ type Store interface {
 	// DropHeld removes one (NotFound when it is not there).
 	DropHeld(ctx context.Context, channel string, id int64) error
 	// SwitchShield sets the channel's Shield to sw.On, and switching off
-	// ends an automatic shield and keeps the raid watch from tripping
-	// until sw.HoldOff; sw.Event is appended in the same step.
+	// ends an automatic shield, forgets the raid watch's counts and keeps
+	// it from tripping until sw.HoldOff; sw.Event is appended in the same
+	// step.
 	SwitchShield(ctx context.Context, channel string, sw ShieldSwitch) error
+	// CountBlocked counts a message a filter refused in channel for the
+	// raid watch (see Raid), which may turn shield mode on, at once.
+	CountBlocked(ctx context.Context, channel string, r Raid) error
+	// EndShield ends the channel's automatic shield if its end is at or
+	// before e.Now (see ShieldEnd) and returns the end of one still on
+	// (zero when none is).
+	EndShield(ctx context.Context, channel string, e ShieldEnd) (time.Time, error)
 
 	// ClaimChannel records that the channel exists before anything is
 	// written to it: claiming a claimed channel succeeds; a new one fails

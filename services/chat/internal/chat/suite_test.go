@@ -195,6 +195,7 @@ func runSuite(t *testing.T, e engine) {
 		{"Hold", testHold},
 		{"ChannelModes", testChannelModes},
 		{"AutoShield", testAutoShield},
+		{"AutoShieldBlocked", testAutoShieldBlocked},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })

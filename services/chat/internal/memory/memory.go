@@ -38,10 +38,12 @@ type channel struct {
 	wake chan struct{}
 
 	// chatters have sent in the channel; raid holds the first-time
-	// chatters the raid watch counted, by when; shieldOff is until when a
+	// chatters the raid watch counted, by when, and blocked when the
+	// refused messages it counted came; shieldOff is until when a
 	// moderator keeps it from tripping.
 	chatters  map[string]struct{}
 	raid      map[string]time.Time
+	blocked   []time.Time
 	shieldOff time.Time
 	// held is the review queue, by id.
 	held    map[int64]chat.HeldMessage
@@ -1072,7 +1074,16 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 		}
 	}
 	c.raid[w.Chatter] = r.Now
-	if len(c.raid) < r.Threshold || c.shieldOff.After(r.Now) {
+	if len(c.raid) >= r.Threshold {
+		s.tripShield(c, *r)
+	}
+}
+
+// tripShield turns the automatic shield on (or keeps it on) until
+// r.Now+r.Quiet unless a moderator holds the watch off, announcing it
+// when it was not on already; the caller holds mu.
+func (s *Store) tripShield(c *channel, r chat.Raid) {
+	if c.shieldOff.After(r.Now) {
 		return
 	}
 	was := c.settings.ShieldUntil
@@ -1081,6 +1092,47 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 	if was == nil || !was.After(r.Now) {
 		s.append(c, r.Event)
 	}
+}
+
+// CountBlocked implements chat.Store: the times of the refused messages
+// of the last window, at most the threshold's newest.
+func (s *Store) CountBlocked(_ context.Context, name string, r chat.Raid) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(name)
+	since := r.Now.Add(-chat.AutoShieldWindow)
+	kept := c.blocked[:0]
+	for _, at := range c.blocked {
+		if at.After(since) {
+			kept = append(kept, at)
+		}
+	}
+	c.blocked = append(kept, r.Now)
+	if over := len(c.blocked) - r.Threshold; over > 0 {
+		c.blocked = append(c.blocked[:0], c.blocked[over:]...)
+	}
+	if len(c.blocked) >= r.Threshold {
+		s.tripShield(c, r)
+	}
+	return nil
+}
+
+// EndShield implements chat.Store.
+func (s *Store) EndShield(_ context.Context, name string, e chat.ShieldEnd) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[name]
+	if !ok || c.settings.ShieldUntil == nil {
+		return time.Time{}, nil
+	}
+	if until := *c.settings.ShieldUntil; until.After(e.Now) {
+		return until, nil
+	}
+	c.settings.ShieldUntil = nil
+	if !c.settings.Shield {
+		s.append(c, e.Event)
+	}
+	return time.Time{}, nil
 }
 
 // HoldMessage implements chat.Store.
@@ -1160,6 +1212,7 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		c.settings.ShieldUntil = nil
 		c.shieldOff = sw.HoldOff
 		clear(c.raid)
+		c.blocked = c.blocked[:0]
 	}
 	s.append(c, sw.Event)
 	return nil

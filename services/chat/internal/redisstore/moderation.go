@@ -3,6 +3,8 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,11 +221,48 @@ func (s *Store) SwitchShield(ctx context.Context, channel string, sw chat.Shield
 		return fmt.Errorf("encode shield event: %w", err)
 	}
 	keys := []string{s.ck(channel, "settings"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"), s.ck(channel, "raid"),
-		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"), s.ck(channel, "blocked")}
 	err = switchShield.Run(ctx, s.rdb, keys, flag(sw.On), sw.HoldOff.UnixMilli(), sw.Event.Shield.At.UnixMilli(), data,
 		s.ck(channel, "live"), s.logCap()).Err()
 	if err != nil {
 		return failWrite("switch shield", err)
 	}
 	return nil
+}
+
+// CountBlocked implements chat.Store (countBlocked).
+func (s *Store) CountBlocked(ctx context.Context, channel string, r chat.Raid) error {
+	data, err := json.Marshal(r.Event)
+	if err != nil {
+		return fmt.Errorf("encode shield event: %w", err)
+	}
+	// Each refused message is its own member of the count.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	keys := []string{s.ck(channel, "blocked"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"),
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+	err = countBlocked.Run(ctx, s.rdb, keys, hex.EncodeToString(b[:]), r.Now.UnixMilli(), r.Threshold,
+		chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data, s.ck(channel, "live"), s.logCap()).Err()
+	if err != nil {
+		return failWrite("count blocked message", err)
+	}
+	return nil
+}
+
+// EndShield implements chat.Store (endShield).
+func (s *Store) EndShield(ctx context.Context, channel string, e chat.ShieldEnd) (time.Time, error) {
+	data, err := json.Marshal(e.Event)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("encode shield event: %w", err)
+	}
+	keys := []string{s.ck(channel, "shield"), s.ck(channel, "settings"),
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+	ms, err := endShield.Run(ctx, s.rdb, keys, e.Now.UnixMilli(), data, s.ck(channel, "live"), s.logCap()).Int64()
+	if err != nil {
+		return time.Time{}, failWrite("end shield", err)
+	}
+	if ms == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }

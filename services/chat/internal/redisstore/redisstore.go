@@ -652,7 +652,8 @@ func parseChannel(name string, settings *redis.MapStringStringCmd, shield *redis
 	num := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	c := chat.Channel{Name: name, SlowModeSeconds: num("slow_mode_seconds"), FirstMessageReview: m["first_message_review"] == "1",
 		MinAccountAgeSeconds: num("min_account_age_seconds"), UniqueChat: m["unique_chat"] == "1", Shield: m["shield"] == "1",
-		AutoShield: m["auto_shield"] == "1", AutoShieldFirstChatters: num("auto_shield_first_chatters"), ShieldQuietSeconds: num("shield_quiet_seconds")}
+		AutoShield: m["auto_shield"] == "1", AutoShieldFirstChatters: num("auto_shield_first_chatters"),
+		AutoShieldBlocked: num("auto_shield_blocked"), ShieldQuietSeconds: num("shield_quiet_seconds")}
 	if ms, err := strconv.ParseInt(shield.Val(), 10, 64); err == nil && ms > 0 {
 		t := time.UnixMilli(ms).UTC()
 		c.ShieldUntil = &t
@@ -672,7 +673,8 @@ func (s *Store) SaveChannel(ctx context.Context, c chat.Channel) error {
 	err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds,
 		"first_message_review", flag(c.FirstMessageReview), "min_account_age_seconds", c.MinAccountAgeSeconds,
 		"unique_chat", flag(c.UniqueChat), "auto_shield", flag(c.AutoShield),
-		"auto_shield_first_chatters", c.AutoShieldFirstChatters, "shield_quiet_seconds", c.ShieldQuietSeconds).Err()
+		"auto_shield_first_chatters", c.AutoShieldFirstChatters, "auto_shield_blocked", c.AutoShieldBlocked,
+		"shield_quiet_seconds", c.ShieldQuietSeconds).Err()
 	if err != nil {
 		return failWrite("save channel", err)
 	}

@@ -70,30 +70,83 @@ return {id, 0}
 // raidWatch is the Lua of the raid watch (chat.Raid): it counts chatter
 // as a first-time chatter at now in the sorted set raidk (one member per
 // user, only the last window's and at most the threshold's newest kept,
-// so it stays small), and when the threshold is reached and shield mode
-// is neither on automatically already nor held off by a moderator
-// (offk), it turns it on until now+quiet (shieldk holds that time in ms)
-// and appends the shield_mode event revent. Times are the caller's clock,
-// as gates are; PX only lets Redis forget the keys. Expects locals
-// chatter, now, rthr (0: nothing to count), rwin, rquiet, revent, raidk,
-// shieldk, offk and liveNotice's logk, seqk, trimk, delk, live, cap.
+// so it stays small), and when the threshold is reached it trips the
+// shield (tripShield). Times are the caller's clock, as gates are; PX
+// only lets Redis forget the keys. Expects locals chatter, now, rthr (0:
+// nothing to count), rwin, raidk and tripShield's.
 const raidWatch = `
 if rthr > 0 and chatter ~= '' then
   redis.call('ZREMRANGEBYSCORE', raidk, '-inf', now - rwin)
   redis.call('ZADD', raidk, now, chatter)
   redis.call('ZREMRANGEBYRANK', raidk, 0, -(rthr + 1))
   redis.call('PEXPIRE', raidk, rwin)
-  local off = tonumber(redis.call('GET', offk) or '0')
-  if redis.call('ZCARD', raidk) >= rthr and off <= now then
-    local was = tonumber(redis.call('GET', shieldk) or '0')
-    redis.call('SET', shieldk, tostring(now + rquiet), 'PX', rquiet)
-    if was <= now then
-      local etype, edata = 'shield_mode', revent
-` + liveNotice + `
-    end
+  if redis.call('ZCARD', raidk) >= rthr then
+` + tripShield + `
   end
 end
 `
+
+// tripShield is the Lua that turns the automatic shield on, unless a
+// moderator holds the raid watch off (offk holds until when, in ms): the
+// shield key shieldk holds its end, now+quiet, and the shield_mode event
+// revent is appended when it was not on already. The key outlives the
+// end by shieldGrace, so that the end is still there to be announced
+// (endShield). Expects locals now, rquiet, revent, shieldk, offk and
+// liveNotice's logk, seqk, trimk, delk, live, cap.
+const tripShield = `
+if tonumber(redis.call('GET', offk) or '0') <= now then
+  local was = tonumber(redis.call('GET', shieldk) or '0')
+  redis.call('SET', shieldk, tostring(now + rquiet), 'PX', rquiet + ` + shieldGrace + `)
+  if was <= now then
+    local etype, edata = 'shield_mode', revent
+` + liveNotice + `
+  end
+end
+`
+
+// shieldGrace (ms) is how long an automatic shield's key outlives its
+// end: a day for some replica to announce the end (endShield) before
+// Redis forgets it.
+const shieldGrace = "86400000"
+
+// countBlocked counts a message a filter refused for the raid watch: the
+// sorted set blocked holds the last window's (each under a random
+// member, at most the threshold's newest), and reaching the threshold
+// trips the shield (tripShield).
+// KEYS: blocked, shield, shieldoff, log, seq, trim, deleted. ARGV:
+// member, now ms, threshold, window ms, quiet ms, shield event json, live
+// channel, log cap.
+var countBlocked = redis.NewScript(`
+local blockk, now, rthr, rwin, rquiet, revent = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local shieldk, offk, logk, seqk, trimk, delk, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], ARGV[8]
+redis.call('ZREMRANGEBYSCORE', blockk, '-inf', now - rwin)
+redis.call('ZADD', blockk, now, ARGV[1])
+redis.call('ZREMRANGEBYRANK', blockk, 0, -(rthr + 1))
+redis.call('PEXPIRE', blockk, rwin)
+if redis.call('ZCARD', blockk) >= rthr then
+` + tripShield + `
+end
+return 1
+`)
+
+// endShield ends an automatic shield whose end (the shield key, ms) is at
+// or before now: the key goes and, unless a moderator's shield is on (the
+// settings' shield field), the shield_mode event is appended. Atomic, so
+// however many replicas ask, the end is announced once.
+// KEYS: shield, settings, log, seq, trim, deleted. ARGV: now ms, event
+// json, live channel, log cap. Returns the end (ms) of a shield still
+// on, else 0.
+var endShield = redis.NewScript(`
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+if v == 0 then return 0 end
+if v > tonumber(ARGV[1]) then return v end
+redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[2], 'shield') ~= '1' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[3], KEYS[4], KEYS[5], KEYS[6], 'shield_mode', ARGV[2], ARGV[3], ARGV[4]
+` + liveNotice + `
+end
+return 0
+`)
 
 // holdMessage puts a message in a channel's review queue: expired ones
 // go first, then a full queue refuses (error "LIMIT held"), else the next
@@ -121,15 +174,16 @@ return id
 `)
 
 // switchShield sets a channel's shield setting; off also ends an
-// automatic shield, forgets the raid count and holds the raid watch off
+// automatic shield, forgets the raid watch's counts and holds it off
 // until ARGV[2] (ms, compared with the caller's clock); the shield_mode
 // event is appended in the same step.
-// KEYS: settings, shield, shieldoff, raid, log, seq, trim, deleted. ARGV:
-// "1" or "0", hold-off ms, now ms, event json, live channel, log cap.
+// KEYS: settings, shield, shieldoff, raid, log, seq, trim, deleted,
+// blocked. ARGV: "1" or "0", hold-off ms, now ms, event json, live
+// channel, log cap.
 var switchShield = redis.NewScript(`
 redis.call('HSET', KEYS[1], 'shield', ARGV[1])
 if ARGV[1] == '0' then
-  redis.call('DEL', KEYS[2], KEYS[4])
+  redis.call('DEL', KEYS[2], KEYS[4], KEYS[9])
   local ms = tonumber(ARGV[2]) - tonumber(ARGV[3])
   if ms > 0 then redis.call('SET', KEYS[3], ARGV[2], 'PX', ms) end
 end
