@@ -39,6 +39,17 @@ soak-short: ## Chat soak, 3 min: 2,000 sockets with reconnect churn, 100 msg/s, 
 soak: ## Chat soak, 1 hour (warm-up 25 min, longer until the default CHAT_HISTORY fills): the run docs/benchmarks.md records
 	bench/scripts/chat-soak.sh -d 60m -warmup 25m -history 1000
 
+# The raid simulation (issue 28): a small run proves the path (the watch trips, every
+# stored message reaches every reader, no send fails); `raid` is the run
+# docs/benchmarks.md records.
+.PHONY: raid-short
+raid-short: ## Chat raid, small: 100 fresh accounts within 5 s, 100 readers, the send cost compared (about 30 s)
+	bench/scripts/chat-raid.sh -raiders 100 -within 5s -readers 100 -cost-sends 2000 -cost-rounds 2
+
+.PHONY: raid
+raid: ## Chat raid: 500 fresh accounts within 30 s, 1,000 readers; seconds to shield mode, deliveries, send CPU of the checks
+	bench/scripts/chat-raid.sh
+
 .PHONY: test-short
 test-short: ## Fast unit tests only (no race detector, -short)
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) test -short -count=1 ./...); done
