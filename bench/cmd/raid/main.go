@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/apistack/platform/bench/internal/fdlimit"
+	"github.com/apistack/platform/bench/internal/netguard"
 	"github.com/apistack/platform/bench/internal/raid"
 )
 
@@ -70,6 +71,21 @@ func run(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bs := strings.Split(*bases, ",")
+	for _, b := range bs {
+		if _, err := netguard.CheckURL(b); err != nil {
+			return err
+		}
+	}
+	switch {
+	case *raiders < 1 || *raiders > 100_000:
+		return errors.New("-raiders: 1..100000")
+	case *within <= 0 || *within > 10*time.Minute || *grace < 0 || *grace > time.Minute:
+		return errors.New("-within: up to 10m; -grace: up to 1m")
+	case *readers < 0 || *readers > 50_000:
+		return errors.New("-readers: 0..50000")
+	case *costSends < 0 || *costSends > 1_000_000 || *costRounds < 1 || *costRounds > 100:
+		return errors.New("-cost-sends: 0..1000000; -cost-rounds: 1..100")
+	}
 
 	fmt.Fprintf(stdout, "raid: %d fresh accounts within %s on %s, %d readers, %d replica(s)\n", *raiders, *within, *channel, *readers, len(bs))
 	res, err := raid.Run(ctx, raid.Config{Bases: bs, Admin: *token, Secret: []byte(secret), Channel: *channel,
