@@ -3,6 +3,8 @@ package realtime_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -175,11 +177,39 @@ func TestBrowserModeratorActsFromThePage(t *testing.T) {
 		waitJS(t, tab, badge(true))
 	}
 	waitJS(t, modTab, `document.querySelector('#shield-switch').checked`)
+	if dir := os.Getenv("TEST_ARTIFACTS"); dir != "" {
+		for name, tab := range map[string]context.Context{"chat-moderator.png": modTab, "chat-viewer.png": vicTab} {
+			png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatalf("screenshot: %v", err)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if ch, err := b.svc.Channel(ctx, nil, "general"); err != nil || !ch.Shield {
 		t.Fatalf("shield after the switch: %+v %v", ch, err)
 	}
 	click(modTab, `#shield-switch`)
 	for _, tab := range []context.Context{vicTab, modTab} {
 		waitJS(t, tab, badge(false))
+	}
+
+	// The role was given in #general only: in another channel the
+	// moderator's page is a viewer's.
+	if _, err := a.svc.Send(ctx, chat.Held(trollA), chat.SendInput{Channel: "other", Message: "in other"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(modTab, chromedp.SetValue(chromedp.CSS(`#channel`), "other"), chromedp.Click(chromedp.CSS(`#join`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, modTab, `document.querySelector('#who').textContent === 'as mona (viewer in #other)'`)
+	waitJS(t, modTab, `document.querySelectorAll('#messages li[data-id]').length === 1`)
+	if ok, err := chromedp.Run(modTab, chromedp.Evaluate[bool](none)); err != nil || !ok {
+		t.Fatalf("the moderator of #general has controls in #other (%v)", err)
 	}
 }
