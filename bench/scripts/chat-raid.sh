@@ -14,15 +14,19 @@
 # a small one (what make raid-short runs):
 #   bench/scripts/chat-raid.sh -raiders 100 -within 5s -readers 100 -cost-sends 2000 -cost-rounds 2
 #
-# Environment: CHAT_BIN (use this chat binary), REDIS_PORT (16399), CHAT_PORTS
-# ("18181 18182"). Needs redis-server (apt-get install redis-server).
+# Environment: CHAT_BIN (use this chat binary), REDIS_PORT and CHAT_PORTS (two, space
+# separated; free ports unless set). Needs redis-server (apt-get install redis-server).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-redis_port=${REDIS_PORT:-16399}
-read -r -a chat_ports <<<"${CHAT_PORTS:-18181 18182}"
+redis_port=${REDIS_PORT:-$(free_port)}
+read -r -a chat_ports <<<"${CHAT_PORTS:-$(free_port) $(free_port)}"
+# Free ports are picked before anything listens: the picks may meet.
+while [[ -z ${CHAT_PORTS:-} && ( ${chat_ports[0]} == "${chat_ports[1]}" || ${chat_ports[0]} == "$redis_port" || ${chat_ports[1]} == "$redis_port" ) ]]; do
+	chat_ports=("$(free_port)" "$(free_port)")
+done
 admin_token=bench-admin-token-0123456789
 jwt_secret=bench-jwt-secret-0123456789abcdef0123456789
 args=("$@")
@@ -49,12 +53,17 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsyn
 	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
 redis_pid=$!
 pids+=("$redis_pid")
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do
 	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
 		break
 	fi
 	sleep 0.1
 done
+if ! redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
+	echo "chat-raid.sh: redis-server on port $redis_port did not start:" >&2
+	tail -5 "$work/redis.log" >&2 || true
+	exit 1
+fi
 
 # Loopback is exempt from the per-client limit and the socket limits (every reader
 # comes from 127.0.0.1); the per-user send limit stays off so that the cost runs
