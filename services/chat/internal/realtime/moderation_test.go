@@ -141,3 +141,38 @@ func TestAutoShieldEndsOnTheSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoShieldEndReachesALaterRoom: a room that starts while an
+// automatic shield is on (its readers came after the trip) learns the
+// shield's end at its start and announces the end when it is due.
+func TestAutoShieldEndReachesALaterRoom(t *testing.T) {
+	clock := testkit.NewClock(time.Now())
+	r := startReplica(t, replicaConfig{publicRead: true, now: clock.Now}, testPrefix())
+	ctx := context.Background()
+	mod, _ := r.user(chat.RoleModerator, "mod")
+	on, two := true, 2
+	if _, err := r.svc.UpdateChannel(ctx, mod, "later", chat.ChannelPatch{AutoShield: &on, AutoShieldFirstChatters: &two}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range two {
+		u, _ := r.user(chat.RoleViewer, fmt.Sprintf("early%d", i))
+		if _, err := r.svc.Send(ctx, chat.Held(u), chat.SendInput{Channel: "later", Message: "raid"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := r.svc.Channel(ctx, nil, "later"); err != nil || !c.ShieldOn(clock.Now()) {
+		t.Fatalf("shield not on: %+v, %v", c, err)
+	}
+	reader := dial(t, r.base, "channel=later", nil)
+	reader.hello()
+	clock.Advance(chat.DefaultShieldQuietSeconds * time.Second)
+	for {
+		ev := reader.next()
+		if ev.Type == string(chat.EventShieldMode) && ev.Shield != nil && !ev.Shield.On {
+			if !ev.Shield.Auto {
+				t.Fatalf("off event = %+v", ev)
+			}
+			return
+		}
+	}
+}
