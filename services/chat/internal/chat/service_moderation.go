@@ -109,8 +109,18 @@ func (m moderation) event(typ EventType, reason string, until *time.Time, at tim
 	return &Event{Type: typ, Channel: m.announce, Moderation: mod}
 }
 
+// log is the moderation log entry of action a, in the announcing channel.
+func (m moderation) log(a ModAction, reason string, at time.Time) ModEntry {
+	return modEntry(m.announce, a, m.actor.Ref(), refp(m.target.Ref()), reason, at)
+}
+
 // apply stores the change: in the channel's standing, or on the user.
-func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch, ev *Event) (Member, error) {
+//
+// log is recorded in the announcing channel's moderation log: in the same
+// step in a channel (SetModeration), right after the change for a
+// platform-wide one, whose user record and channel are two slots of a
+// Redis Cluster.
+func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch, ev *Event, log ModEntry) (Member, error) {
 	t := m.target
 	if t.Channel != "" {
 		st := t.Standing
@@ -123,7 +133,7 @@ func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch
 		if p.ModReason != nil {
 			st.ModReason = *p.ModReason
 		}
-		if err := s.store.SetModeration(ctx, t.Channel, t.User.ID, st, ev); err != nil {
+		if err := s.store.SetModeration(ctx, t.Channel, t.User.ID, st, ev, &log); err != nil {
 			return Member{}, err
 		}
 		t.Standing = st
@@ -133,6 +143,7 @@ func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch
 	if err != nil {
 		return Member{}, err
 	}
+	s.logModeration(ctx, log)
 	return Member{User: u}, nil
 }
 
@@ -162,7 +173,9 @@ func (s *Service) Timeout(ctx context.Context, actor User, id string, in Timeout
 	untilp := &until
 	reason := strings.TrimSpace(in.Reason)
 	ev := m.event(EventUserTimedOut, reason, untilp, now)
-	out, err := s.applyModeration(ctx, m, UserPatch{TimedOutUntil: &untilp, ModReason: &reason}, ev)
+	log := m.log(ModTimeout, reason, now)
+	log.Until = untilp
+	out, err := s.applyModeration(ctx, m, UserPatch{TimedOutUntil: &untilp, ModReason: &reason}, ev, log)
 	if err != nil {
 		return Member{}, fmt.Errorf("timeout %s: %w", id, err)
 	}
@@ -186,8 +199,9 @@ func (s *Service) Ban(ctx context.Context, actor User, id string, in BanInput) (
 	reason := strings.TrimSpace(in.Reason)
 	banned := true
 	var none *time.Time
-	ev := m.event(EventUserBanned, reason, nil, s.clock())
-	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &reason}, ev)
+	now := s.clock()
+	ev := m.event(EventUserBanned, reason, nil, now)
+	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &reason}, ev, m.log(ModBan, reason, now))
 	if err != nil {
 		return Member{}, fmt.Errorf("ban %s: %w", id, err)
 	}
@@ -208,7 +222,7 @@ func (s *Service) Unban(ctx context.Context, actor User, id, channel string) (Me
 	banned := false
 	var none *time.Time
 	empty := ""
-	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &empty}, nil)
+	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &empty}, nil, m.log(ModUnban, "", s.clock()))
 	if err != nil {
 		return Member{}, fmt.Errorf("unban %s: %w", id, err)
 	}

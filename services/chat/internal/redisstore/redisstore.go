@@ -427,7 +427,7 @@ func (s *Store) Message(ctx context.Context, channel string, id int64) (chat.Mes
 }
 
 // DeleteMessage implements chat.Store.
-func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (chat.Message, error) {
+func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at time.Time, log *chat.ModEntry) (chat.Message, error) {
 	m, err := s.Message(ctx, channel, id)
 	if err != nil {
 		return chat.Message{}, err
@@ -440,9 +440,13 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("encode tombstone: %w", err)
 	}
+	margs, err := modArgs(log)
+	if err != nil {
+		return chat.Message{}, err
+	}
 	res, err := deleteMessage.Run(ctx, s.rdb,
-		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted"), s.ck(channel, "trim")},
-		id, at.UnixMilli(), data, s.ck(channel, "live"), s.logCap()).Int64()
+		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted"), s.ck(channel, "trim"), s.modKey(channel)},
+		id, at.UnixMilli(), data, s.ck(channel, "live"), s.logCap(), margs[0], margs[1]).Int64()
 	if err != nil {
 		return chat.Message{}, failWrite("delete message", err)
 	}
