@@ -50,14 +50,15 @@ func (s *Service) hold(ctx context.Context, m Member, text, reason, filterID str
 	}
 	h := HeldMessage{Channel: channel, User: m.Ref(), Text: text, Reason: reason, FilterID: filterID,
 		CreatedAt: now, ExpiresAt: now.Add(HeldTTL)}
-	h, err := s.store.HoldMessage(ctx, h, MaxHeldPerChannel, w)
-	if err != nil {
-		return SendResult{}, fmt.Errorf("send: hold message: %w", err)
-	}
+	var log *ModEntry
 	if reason == HeldByFilter {
 		e := modEntry(channel, ModFilterHit, AutomodUser, refp(m.Ref()), "automod: held by filter "+filterID, now)
-		e.Rule, e.FilterAction, e.HeldID = filterID, ActionHold, h.ID
-		s.logModeration(ctx, e)
+		e.Rule, e.FilterAction = filterID, ActionHold
+		log = &e
+	}
+	h, err := s.store.HoldMessage(ctx, h, MaxHeldPerChannel, w, log)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("send: hold message: %w", err)
 	}
 	return SendResult{Held: &h}, nil
 }

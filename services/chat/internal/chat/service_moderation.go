@@ -116,10 +116,8 @@ func (m moderation) log(a ModAction, reason string, at time.Time) ModEntry {
 
 // apply stores the change: in the channel's standing, or on the user.
 //
-// log is recorded in the announcing channel's moderation log: in the same
-// step in a channel (SetModeration), right after the change for a
-// platform-wide one, whose user record and channel are two slots of a
-// Redis Cluster.
+// log is recorded in the announcing channel's moderation log in the same
+// step.
 func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch, ev *Event, log ModEntry) (Member, error) {
 	t := m.target
 	if t.Channel != "" {
@@ -139,11 +137,10 @@ func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch
 		t.Standing = st
 		return t, nil
 	}
-	u, err := s.store.UpdateUser(ctx, t.User.ID, t.User.Role, p, ev)
+	u, err := s.store.UpdateUser(ctx, t.User.ID, t.User.Role, p, ev, &log)
 	if err != nil {
 		return Member{}, err
 	}
-	s.logModeration(ctx, log)
 	return Member{User: u}, nil
 }
 

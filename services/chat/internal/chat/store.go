@@ -62,8 +62,9 @@ type Store interface {
 
 	// HoldMessage assigns the next held id of h.Channel and keeps h until
 	// h.ExpiresAt, unless max held messages of the channel are waiting
-	// (LimitReached(QuotaHeld, max)), and runs w's raid watch, at once.
-	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch) (HeldMessage, error)
+	// (LimitReached(QuotaHeld, max)), runs w's raid watch and, when log is
+	// not nil, records it with HeldID set to the new id, at once.
+	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch, log *ModEntry) (HeldMessage, error)
 	// HeldMessages returns the channel's held messages not expired at
 	// now, oldest first.
 	HeldMessages(ctx context.Context, channel string, now time.Time) ([]HeldMessage, error)
@@ -102,8 +103,11 @@ type Store interface {
 	Users(ctx context.Context) ([]User, error)
 	// UpdateUser applies p if the user still holds ifRole (Conflict
 	// otherwise, so a check made on a stale role is never acted on) and, when
-	// ev is not nil, appends ev to ev.Channel's log in the same step.
-	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event) (User, error)
+	// ev is not nil, appends ev to ev.Channel's log, and when log is not nil
+	// records it in log.Channel's moderation log (ev.Channel's, when both),
+	// in the same step (on a Redis Cluster: the user's change and a pending
+	// entry, appended to the channel once, see redisstore/pending.go).
+	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event, log *ModEntry) (User, error)
 	// DeleteUser removes the user and its token if it still holds ifRole.
 	DeleteUser(ctx context.Context, id string, ifRole Role) error
 

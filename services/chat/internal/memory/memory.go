@@ -540,7 +540,7 @@ func (s *Store) Users(_ context.Context) ([]chat.User, error) {
 }
 
 // UpdateUser implements chat.Store.
-func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event, log *chat.ModEntry) (chat.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.users[id]
@@ -566,6 +566,7 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	if p.Banned != nil && *p.Banned {
 		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
 	}
@@ -1091,7 +1092,7 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 }
 
 // HoldMessage implements chat.Store.
-func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channel(h.Channel)
@@ -1103,6 +1104,11 @@ func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w ch
 	h.ID = c.heldSeq
 	c.held[h.ID] = h
 	s.watchRaid(c, w)
+	if log != nil {
+		e := *log
+		e.HeldID = h.ID
+		s.recordMod(e)
+	}
 	return h, nil
 }
 

@@ -69,18 +69,24 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 		if st.Until != nil {
 			until = st.Until.UTC().Format(timeLayout)
 		}
+		var data []byte
 		if st.Event != nil {
-			data, err := json.Marshal(st.Event)
-			if err != nil {
+			var err error
+			if data, err = json.Marshal(st.Event); err != nil {
 				return chat.Punishment{}, fmt.Errorf("encode event: %w", err)
 			}
 			etype, edata = string(st.Event.Type), string(data)
-			if s.cluster {
-				if pends[i], err = newPendingEvent(st.Event.Channel, st.Event.Type, data); err != nil {
-					return chat.Punishment{}, err
-				}
-				edata = pends[i].encoded
+		}
+		if s.cluster && (st.Event != nil || st.Log != nil) {
+			var typ chat.EventType
+			if st.Event != nil {
+				typ = st.Event.Type
 			}
+			var err error
+			if pends[i], err = newPendingEvent(ch, typ, data, st.Log); err != nil {
+				return chat.Punishment{}, err
+			}
+			edata = pends[i].encoded
 		}
 		margs, err := modArgs(st.Log)
 		if err != nil {
@@ -105,13 +111,6 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 		// a feed's drain appends it if this fails.
 		_ = s.applyPending(ctx, pend)
 	}
-	if log := p.Ladder[step-1].Log; s.cluster && log != nil {
-		// The user's slot is not the channel's: the entry follows the
-		// change, and is lost if this process dies in between.
-		if err := s.AppendModLog(ctx, *log); err != nil {
-			return chat.Punishment{}, err
-		}
-	}
 	m := make(map[string]string, len(res)/2)
 	for i := 2; i+1 < len(res); i += 2 {
 		k, _ := res[i].(string)
@@ -126,7 +125,7 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 }
 
 // HoldMessage implements chat.Store (holdMessage).
-func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	h.ID = 0
 	data, err := json.Marshal(h)
 	if err != nil {
@@ -140,7 +139,11 @@ func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w 
 	keys := []string{s.ck(ch, "held"), s.ck(ch, "heldq"), s.ck(ch, "heldseq"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"),
 		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"), s.modKey(ch)}
 	args := append([]any{data, h.CreatedAt.UnixMilli(), h.ExpiresAt.UnixMilli(), max, w.Chatter}, raid...)
-	args = append(args, s.ck(ch, "live"), s.logCap())
+	margs, err := modArgs(log)
+	if err != nil {
+		return chat.HeldMessage{}, err
+	}
+	args = append(args, s.ck(ch, "live"), s.logCap(), margs[0], margs[1])
 	id, err := holdMessage.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil && strings.HasPrefix(err.Error(), "LIMIT held") {
 		return chat.HeldMessage{}, chat.LimitReached(chat.QuotaHeld, max)

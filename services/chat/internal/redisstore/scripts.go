@@ -102,11 +102,13 @@ end
 // go first, then a full queue refuses (error "LIMIT held"), else the next
 // held id is taken and the message kept (the hash held: id -> json,
 // without the id; the sorted set heldq: id by expiry ms), and the raid
-// watch counts the sender (raidWatch).
+// watch counts the sender (raidWatch), and a hold filter's moderation log
+// entry is recorded with the held id (set in its json).
 // KEYS: held, heldq, heldseq, raid, shield, shieldoff, log, seq, trim,
 // deleted, modlog. ARGV: json, now ms, expires ms, max, chatter, raid
 // threshold, raid window ms, quiet ms, shield event json, shield's
-// moderation log entry json, live channel, log cap.
+// moderation log entry json, live channel, log cap, the hold's entry
+// json ("" for none), its ms.
 // Returns the held id.
 var holdMessage = redis.NewScript(`
 local now = tonumber(ARGV[2])
@@ -121,6 +123,12 @@ local raidk, shieldk, offk, modk = KEYS[4], KEYS[5], KEYS[6], KEYS[11]
 local logk, seqk, trimk, delk, live, cap = KEYS[7], KEYS[8], KEYS[9], KEYS[10], ARGV[11], ARGV[12]
 local rthr, rwin, rquiet, revent, mentry = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], ARGV[10]
 ` + raidWatch + `
+if ARGV[13] ~= '' then
+  local held = cjson.decode(ARGV[13])
+  held['held_id'] = id
+  local mentry, mat = cjson.encode(held), ARGV[14]
+` + modLogAppend + `
+end
 return id
 `)
 
@@ -152,8 +160,8 @@ return 1
 // takes the ladder's step for the count; then it changes the user as
 // updateUser does and records the step's event and moderation log entry:
 // appended on one server (KEYS: user, strikes, log, seq, trim, deleted,
-// modlog), the event stored as pending on a cluster (KEYS: user, strikes,
-// pending), where the engine records the entry after the script.
+// modlog), stored as one pending entry on a cluster (KEYS: user, strikes,
+// pending; pendingEvent carries both).
 // ARGV: role, strike, now ms, expiry ms, live channel, revocation
 // channel, log cap, number of steps, then eight per step: penalty, timeout
 // end, reason, event type ("" for none), event json (on a cluster the
@@ -180,7 +188,7 @@ elseif kind == 'ban' then
   redis.call('HSET', KEYS[1], 'banned', 'true', 'timeout_until', '', 'reason', reason)
   redis.call('PUBLISH', ARGV[6], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
 end
-if etype ~= '' and #KEYS == 3 then
+if pkey ~= '' and #KEYS == 3 then
   redis.call('HSET', KEYS[3], pkey, edata)
 elseif etype ~= '' then
   local logk, seqk, trimk, delk, live, cap = KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[5], ARGV[7]
@@ -252,13 +260,19 @@ end
 // channel's slot, records that this pending entry was appended. The marker
 // is written after the append, which writes nothing if it fails, so a
 // failed attempt leaves no trace and the next one starts clean.
-// KEYS: log, seq, marker, trim, deleted. ARGV: event type, event json,
-// live channel, marker lifetime (seconds), log cap. Returns 1 appended, 0
+// The entry's moderation log entry, if any, is recorded in the same step.
+// KEYS: log, seq, marker, trim, deleted, modlog. ARGV: event type (""
+// for none), event json, live channel, marker lifetime (seconds), log
+// cap, entry json ("" for none), entry ms. Returns 1 appended, 0
 // appended before.
 var appendPending = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+if ARGV[1] ~= '' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 ` + liveNotice + `
+end
+local modk, mentry, mat = KEYS[6], ARGV[6], ARGV[7]
+` + modLogAppend + `
 redis.call('SET', KEYS[3], '1', 'EX', ARGV[4])
 return 1
 `)
@@ -329,11 +343,12 @@ return redis.error_reply('CONFLICT')
 `)
 
 // updateUser changes fields only if the user still holds the expected role
-// and, with an event, records it in the same step. On one server (KEYS:
-// user, log, seq, trim, deleted) the event is appended to the channel's
+// and, with an event and a moderation log entry, records them in the same
+// step. On one server (KEYS: user, log, seq, trim, deleted, modlog) the
+// event is appended to the channel's log and the entry to its moderation
 // log right here.
-// On a cluster the channel lives in another slot, so the script stores the
-// event in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
+// On a cluster the channel lives in another slot, so the script stores
+// both in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
 // then the pending entry and ARGV[4] its key), in the same slot as the user:
 // the change and the promise of its event are one atomic step, and the
 // engine appends the event next (appendPending), once, or any replica's
@@ -341,24 +356,28 @@ return redis.error_reply('CONFLICT')
 // A ban is announced on the revocation channel, so every replica closes
 // the user's sockets.
 // ARGV: role, event type (empty for none), event json, live channel,
-// revocation channel, log cap, then field/value pairs. Returns the user's
-// fields, or an error status.
+// revocation channel, log cap, entry json ("" for none), entry ms, then
+// field/value pairs. Returns the user's fields, or an error status.
 var updateUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
 local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 for i = 1, #fields - 1, 2 do
   if fields[i] == 'banned' and fields[i + 1] == 'true' then
     redis.call('PUBLISH', ARGV[5], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
   end
 end
-if ARGV[2] ~= '' and #KEYS == 2 then
+if #KEYS == 2 then
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[3])
-elseif ARGV[2] ~= '' then
-  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
+elseif #KEYS == 6 then
+  if ARGV[2] ~= '' then
+    local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
 ` + liveNotice + `
+  end
+  local modk, mentry, mat = KEYS[6], ARGV[7], ARGV[8]
+` + modLogAppend + `
 end
 return redis.call('HGETALL', KEYS[1])
 `)
