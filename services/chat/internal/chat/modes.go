@@ -98,6 +98,8 @@ type Raid struct {
 	Threshold int
 	Quiet     time.Duration
 	Event     Event
+	// Log is the shield_on entry recorded with Event.
+	Log ModEntry
 }
 
 // ShieldChange is the payload of a shield_mode event.
@@ -120,9 +122,12 @@ func raidFor(c Channel, channel string, now time.Time) *Raid {
 	}
 	until := now.Add(c.shieldQuiet())
 	reason := fmt.Sprintf("%d first-time chatters within %s", c.firstChatters(), AutoShieldWindow)
+	log := modEntry(channel, ModShieldOn, AutomodUser, nil, reason, now)
+	log.Rule, log.Until = RuleRaidWatch, &until
 	return &Raid{Now: now, Threshold: c.firstChatters(), Quiet: c.shieldQuiet(),
 		Event: Event{Type: EventShieldMode, Channel: channel,
-			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}}}
+			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}},
+		Log: log}
 }
 
 // ShieldSwitch is a moderator switching shield mode (Store.SwitchShield):
@@ -133,4 +138,6 @@ type ShieldSwitch struct {
 	On      bool
 	HoldOff time.Time
 	Event   Event
+	// Log is the switch's moderation log entry, recorded with Event.
+	Log ModEntry
 }

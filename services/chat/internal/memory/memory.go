@@ -76,6 +76,8 @@ type Store struct {
 	once map[onceKey]*onceRecord
 	// strikes counts strikes by channel and user (chat.Punish).
 	strikes map[onceKey]strikes
+	// modlogs holds each channel's moderation log (modlog.go).
+	modlogs map[string]*modLog
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -306,7 +308,7 @@ func (s *Store) Message(_ context.Context, name string, id int64) (chat.Message,
 }
 
 // DeleteMessage implements chat.Store.
-func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time) (chat.Message, error) {
+func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time, log *chat.ModEntry) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.channels[name]
@@ -327,6 +329,7 @@ func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.
 	c.log[i].Message = &t
 	t2 := t
 	s.append(c, chat.Event{Type: chat.EventMessageDeleted, Channel: name, Message: &t2})
+	s.recordModp(log)
 	return t, nil
 }
 
@@ -537,7 +540,7 @@ func (s *Store) Users(_ context.Context) ([]chat.User, error) {
 }
 
 // UpdateUser implements chat.Store.
-func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event, log *chat.ModEntry) (chat.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.users[id]
@@ -563,6 +566,7 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	if p.Banned != nil && *p.Banned {
 		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
 	}
@@ -821,7 +825,7 @@ func (s *Store) ChannelRoles(_ context.Context, channel string) (map[string]chat
 }
 
 // SetChannelRole implements chat.Store.
-func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int) error {
+func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sts := s.standings[channel]
@@ -842,11 +846,12 @@ func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, ro
 	}
 	st.Role = role
 	s.putStanding(channel, id, st)
+	s.recordModp(log)
 	return nil
 }
 
 // SetModeration implements chat.Store.
-func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.standings[channel][id]
@@ -855,6 +860,7 @@ func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Stan
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	return nil
 }
 
@@ -1051,6 +1057,7 @@ func (s *Store) Punish(_ context.Context, p chat.Punish) (chat.Punishment, error
 	if step.Event != nil {
 		s.append(s.channel(step.Event.Channel), *step.Event)
 	}
+	s.recordModp(step.Log)
 	if step.Penalty.Kind == chat.PenaltyBan && !p.InChannel {
 		s.revoke(feed.Notice{Revoke: feed.Banned, User: u.ID})
 	}
@@ -1080,11 +1087,12 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 	c.settings.ShieldUntil = &until
 	if was == nil || !was.After(r.Now) {
 		s.append(c, r.Event)
+		s.recordMod(r.Log)
 	}
 }
 
 // HoldMessage implements chat.Store.
-func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channel(h.Channel)
@@ -1096,6 +1104,11 @@ func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w ch
 	h.ID = c.heldSeq
 	c.held[h.ID] = h
 	s.watchRaid(c, w)
+	if log != nil {
+		e := *log
+		e.HeldID = h.ID
+		s.recordMod(e)
+	}
 	return h, nil
 }
 
@@ -1162,5 +1175,6 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		clear(c.raid)
 	}
 	s.append(c, sw.Event)
+	s.recordMod(sw.Log)
 	return nil
 }
