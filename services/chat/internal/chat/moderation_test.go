@@ -351,6 +351,9 @@ func testAutoShield(t *testing.T, e engine) {
 	if len(evs) != 2 || evs[1].Shield.On || !evs[1].Shield.Auto || evs[1].Shield.By.ID != chat.AutomodUser.ID {
 		t.Fatalf("shield events after the end = %+v", evs)
 	}
+	if n := autoShieldOffs(t, en, "general"); n != 1 {
+		t.Fatalf("%d automod shield_off entries in the moderation log after the end, want 1", n)
+	}
 
 	// A moderator's "off" ends it, and the raid watch does not overrule
 	// it within ShieldHoldOff, however many fresh accounts come.
@@ -514,6 +517,9 @@ func testRaidOnTwoReplicas(t *testing.T, e engine) {
 	if evs := en.events("general")[chat.EventShieldMode]; len(evs) != 2 || evs[1].Shield.On {
 		t.Fatalf("shield events after the end on two replicas = %+v", evs)
 	}
+	if n := autoShieldOffs(t, en, "general"); n != 1 {
+		t.Fatalf("%d automod shield_off entries after the end on two replicas, want 1", n)
+	}
 
 	// Blocked messages on both replicas at once: counted together, one
 	// activation.
@@ -562,4 +568,18 @@ func testRaidOnTwoReplicas(t *testing.T, e engine) {
 	if !seen[1] {
 		t.Fatalf("strikes %v: the first is missing", seen)
 	}
+}
+
+// autoShieldOffs counts the raid watch's shield_off entries in a
+// channel's moderation log.
+func autoShieldOffs(t *testing.T, en *env, channel string) int {
+	t.Helper()
+	page := must[chat.ModLogPage](t)(en.svc.ModLog(en.ctx, en.users[chat.RoleBroadcaster], channel, chat.MaxModLogLimit, ""))
+	n := 0
+	for _, e := range page.Entries {
+		if e.Action == chat.ModShieldOff && e.Actor.ID == chat.AutomodUser.ID && e.Rule == chat.RuleRaidWatch {
+			n++
+		}
+	}
+	return n
 }

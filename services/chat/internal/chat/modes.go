@@ -118,6 +118,8 @@ type Raid struct {
 	Threshold int
 	Quiet     time.Duration
 	Event     Event
+	// Log is the shield_on entry recorded with Event.
+	Log ModEntry
 }
 
 // ShieldChange is the payload of a shield_mode event.
@@ -154,9 +156,12 @@ func blockedFor(c Channel, channel string, now time.Time) *Raid {
 
 func shieldTrip(c Channel, channel string, now time.Time, threshold int, reason string) *Raid {
 	until := now.Add(c.shieldQuiet())
+	log := modEntry(channel, ModShieldOn, AutomodUser, nil, reason, now)
+	log.Rule, log.Until = RuleRaidWatch, &until
 	return &Raid{Now: now, Threshold: threshold, Quiet: c.shieldQuiet(),
 		Event: Event{Type: EventShieldMode, Channel: channel,
-			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}}}
+			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}},
+		Log: log}
 }
 
 // ShieldSwitch is a moderator switching shield mode (Store.SwitchShield):
@@ -167,6 +172,8 @@ type ShieldSwitch struct {
 	On      bool
 	HoldOff time.Time
 	Event   Event
+	// Log is the switch's moderation log entry, recorded with Event.
+	Log ModEntry
 }
 
 // ShieldEnd is the end of an automatic shield (Store.EndShield): at or
@@ -177,6 +184,8 @@ type ShieldSwitch struct {
 type ShieldEnd struct {
 	Now   time.Time
 	Event Event
+	// Log is the automod's shield_off entry, recorded with Event.
+	Log ModEntry
 }
 
 // EndAutoShield ends the channel's automatic shield if its quiet period is
@@ -192,7 +201,9 @@ func (s *Service) EndAutoShield(ctx context.Context, channel string) (time.Time,
 	now := s.clock()
 	ev := Event{Type: EventShieldMode, Channel: channel,
 		Shield: &ShieldChange{On: false, Auto: true, By: AutomodUser, Reason: "quiet period over", At: now}}
-	until, err := s.store.EndShield(ctx, channel, ShieldEnd{Now: now, Event: ev})
+	log := modEntry(channel, ModShieldOff, AutomodUser, nil, "quiet period over", now)
+	log.Rule = RuleRaidWatch
+	until, err := s.store.EndShield(ctx, channel, ShieldEnd{Now: now, Event: ev, Log: log})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("channel %s: end shield: %w", channel, err)
 	}

@@ -94,8 +94,13 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 	}
 	if p.Shield != nil {
 		now := s.clock()
+		by := s.actorRef(ctx, actor, name)
 		sw := ShieldSwitch{On: *p.Shield, Event: Event{Type: EventShieldMode, Channel: name,
-			Shield: &ShieldChange{On: *p.Shield, By: actor.Ref(), At: now}}}
+			Shield: &ShieldChange{On: *p.Shield, By: actor.Ref(), At: now}},
+			Log: modEntry(name, ModShieldOff, by, nil, "", now)}
+		if sw.On {
+			sw.Log.Action = ModShieldOn
+		}
 		if !sw.On {
 			sw.HoldOff = now.Add(ShieldHoldOff)
 		}

@@ -413,7 +413,15 @@ func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string,
 			return Message{}, err
 		}
 	}
-	t, err := s.store.DeleteMessage(ctx, channel, id, s.clock())
+	// Deleting one's own message is not moderation: no log entry.
+	now := s.clock()
+	var log *ModEntry
+	if m.User.ID != actor.ID || m.Bot {
+		e := modEntry(channel, ModDelete, am.Ref(), refp(m.User), "", now)
+		e.MessageID = id
+		log = &e
+	}
+	t, err := s.store.DeleteMessage(ctx, channel, id, now, log)
 	if err != nil {
 		return Message{}, fmt.Errorf("delete message %d: %w", id, err)
 	}

@@ -78,6 +78,8 @@ type Store struct {
 	once map[onceKey]*onceRecord
 	// strikes counts strikes by channel and user (chat.Punish).
 	strikes map[onceKey]strikes
+	// modlogs holds each channel's moderation log (modlog.go).
+	modlogs map[string]*modLog
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -308,7 +310,7 @@ func (s *Store) Message(_ context.Context, name string, id int64) (chat.Message,
 }
 
 // DeleteMessage implements chat.Store.
-func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time) (chat.Message, error) {
+func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time, log *chat.ModEntry) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.channels[name]
@@ -329,6 +331,7 @@ func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.
 	c.log[i].Message = &t
 	t2 := t
 	s.append(c, chat.Event{Type: chat.EventMessageDeleted, Channel: name, Message: &t2})
+	s.recordModp(log)
 	return t, nil
 }
 
@@ -539,7 +542,7 @@ func (s *Store) Users(_ context.Context) ([]chat.User, error) {
 }
 
 // UpdateUser implements chat.Store.
-func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event, log *chat.ModEntry) (chat.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.users[id]
@@ -565,6 +568,7 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	if p.Banned != nil && *p.Banned {
 		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
 	}
@@ -823,7 +827,7 @@ func (s *Store) ChannelRoles(_ context.Context, channel string) (map[string]chat
 }
 
 // SetChannelRole implements chat.Store.
-func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int) error {
+func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sts := s.standings[channel]
@@ -844,11 +848,12 @@ func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, ro
 	}
 	st.Role = role
 	s.putStanding(channel, id, st)
+	s.recordModp(log)
 	return nil
 }
 
 // SetModeration implements chat.Store.
-func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.standings[channel][id]
@@ -857,6 +862,7 @@ func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Stan
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	return nil
 }
 
@@ -1053,6 +1059,7 @@ func (s *Store) Punish(_ context.Context, p chat.Punish) (chat.Punishment, error
 	if step.Event != nil {
 		s.append(s.channel(step.Event.Channel), *step.Event)
 	}
+	s.recordModp(step.Log)
 	if step.Penalty.Kind == chat.PenaltyBan && !p.InChannel {
 		s.revoke(feed.Notice{Revoke: feed.Banned, User: u.ID})
 	}
@@ -1091,6 +1098,7 @@ func (s *Store) tripShield(c *channel, r chat.Raid) {
 	c.settings.ShieldUntil = &until
 	if was == nil || !was.After(r.Now) {
 		s.append(c, r.Event)
+		s.recordMod(r.Log)
 	}
 }
 
@@ -1131,12 +1139,13 @@ func (s *Store) EndShield(_ context.Context, name string, e chat.ShieldEnd) (tim
 	c.settings.ShieldUntil = nil
 	if !c.settings.Shield {
 		s.append(c, e.Event)
+		s.recordMod(e.Log)
 	}
 	return time.Time{}, nil
 }
 
 // HoldMessage implements chat.Store.
-func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channel(h.Channel)
@@ -1148,6 +1157,11 @@ func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w ch
 	h.ID = c.heldSeq
 	c.held[h.ID] = h
 	s.watchRaid(c, w)
+	if log != nil {
+		e := *log
+		e.HeldID = h.ID
+		s.recordMod(e)
+	}
 	return h, nil
 }
 
@@ -1215,5 +1229,6 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		c.blocked = c.blocked[:0]
 	}
 	s.append(c, sw.Event)
+	s.recordMod(sw.Log)
 	return nil
 }
