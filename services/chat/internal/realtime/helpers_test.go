@@ -70,6 +70,7 @@ type replicaConfig struct {
 	register   func(*apiserver.Server[chat.User], *chat.Service) // more routes: the REST API, the page
 	env        map[string]string                                 // extra server environment (TRUSTED_PROXIES...)
 	identities *jwtauth.Verifier                                 // platform tokens (nil: chat tokens only)
+	now        func() time.Time                                  // the service clock (nil: the wall clock)
 }
 
 var prefixN atomic.Int64
@@ -105,7 +106,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 			store = memory.New(cfg.history)
 		}
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities, Now: cfg.now})
 	admin, err := svc.Bootstrap(context.Background(), adminToken)
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)

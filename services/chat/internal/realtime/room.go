@@ -37,6 +37,13 @@ type room struct {
 	spare   []chat.Notice // the worker's last batch, reused as the next inbox
 	working bool          // a worker owns delivery
 
+	// shieldEnd is the end (unix nanos, service clock; 0: none) of the
+	// automatic shield the room knows of, from the shield_mode events it
+	// fanned out or the check at its start; ending claims the end's one
+	// check in flight (checkShield).
+	shieldEnd atomic.Int64
+	ending    atomic.Bool
+
 	// presence
 	reporting     atomic.Bool
 	dirty         atomic.Bool
@@ -99,6 +106,49 @@ func (r *room) start() {
 	close(r.ready)
 	if run {
 		go r.work()
+	}
+	// An automatic shield switched on before this room existed has its
+	// end learnt (or announced, when overdue) now.
+	r.ending.Store(true)
+	r.checkShield(0)
+}
+
+// checkShield asks the service to end the channel's automatic shield if
+// its quiet period is over (announced once, whichever replica asks
+// first) and keeps the end of one still on, unless a shield_mode event
+// changed what the room knows meanwhile (was is what it knew). The
+// caller holds ending; a failure is tried again at the next sweep.
+func (r *room) checkShield(was int64) {
+	defer r.ending.Store(false)
+	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Second)
+	defer cancel()
+	until, err := r.hub.svc.EndAutoShield(ctx, r.name)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.hub.logger.Debug("live delivery: end of an automatic shield", "channel", r.name, "err", err)
+		}
+		return
+	}
+	var next int64
+	if !until.IsZero() {
+		next = until.UnixNano()
+	}
+	r.shieldEnd.CompareAndSwap(was, next)
+}
+
+// noteShield keeps the end of the automatic shield that evs switch on, or
+// forgets it when they switch shield mode off.
+func (r *room) noteShield(evs []chat.Event) {
+	for _, ev := range evs {
+		if ev.Type != chat.EventShieldMode || ev.Shield == nil {
+			continue
+		}
+		switch {
+		case !ev.Shield.On:
+			r.shieldEnd.Store(0)
+		case ev.Shield.Auto && ev.Shield.Until != nil:
+			r.shieldEnd.Store(ev.Shield.Until.UnixNano())
+		}
 	}
 }
 
@@ -296,6 +346,7 @@ func (r *room) fanout(evs []chat.Event) error {
 		return err // a domain event that cannot be encoded: resync
 	}
 	r.hub.metrics.events.Add(float64(len(evs)))
+	r.noteShield(evs)
 	banned := channelBans(evs)
 	var slow, ban []*conn
 	r.mu.Lock()
@@ -374,8 +425,8 @@ func (r *room) local() int {
 }
 
 // maintain runs every second: it stops the room once idle, and otherwise
-// reports whether its presence refresh is due (the hub sends the due
-// ones together).
+// ends a due automatic shield and reports whether its presence refresh
+// is due (the hub sends the due ones together).
 func (r *room) maintain(now time.Time) bool {
 	r.mu.Lock()
 	idle := len(r.subs) == 0 && !r.idle.IsZero() && now.Sub(r.idle) >= r.hub.opts.RoomLinger
@@ -383,6 +434,11 @@ func (r *room) maintain(now time.Time) bool {
 	if idle {
 		r.hub.stopRoom(r)
 		return false
+	}
+	// An automatic shield that is due ends here: every replica with
+	// readers of the channel asks, and the store announces the end once.
+	if end := r.shieldEnd.Load(); end != 0 && r.hub.svc.Now().UnixNano() >= end && r.ending.CompareAndSwap(false, true) {
+		go r.checkShield(end)
 	}
 	return r.dirty.Load() || now.Sub(time.Unix(0, r.lastReport.Load())) >= r.hub.opts.PresenceInterval
 }

@@ -44,16 +44,27 @@ type pendingEvent struct {
 	encoded string
 
 	Channel string          `json:"c"`
-	Type    chat.EventType  `json:"t"`
+	Type    chat.EventType  `json:"t"` // "" when only Log is pending
 	Data    json.RawMessage `json:"d"`
+	// Log and LogAt are the action's moderation log entry (json, ms),
+	// recorded in the channel's log with the event.
+	Log   json.RawMessage `json:"l,omitempty"`
+	LogAt int64           `json:"la,omitempty"`
 }
 
-func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEvent, error) {
+// newPendingEvent is a pending entry for the event typ (data its json;
+// "" and nil for none) and the moderation log entry log (nil for none).
+func newPendingEvent(channel string, typ chat.EventType, data []byte, log *chat.ModEntry) (pendingEvent, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return pendingEvent{}, fmt.Errorf("pending event id: %w", err)
 	}
 	p := pendingEvent{key: hex.EncodeToString(b[:]), Channel: channel, Type: typ, Data: data}
+	if margs, err := modArgs(log); err != nil {
+		return pendingEvent{}, err
+	} else if data, ok := margs[0].([]byte); ok {
+		p.Log, p.LogAt = data, log.At.UnixMilli()
+	}
 	enc, err := json.Marshal(p)
 	if err != nil {
 		return pendingEvent{}, fmt.Errorf("encode pending event: %w", err)
@@ -66,8 +77,9 @@ func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEv
 // and then forgets it.
 func (s *Store) applyPending(ctx context.Context, p pendingEvent) error {
 	err := appendPending.Run(ctx, s.rdb,
-		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key), s.ck(p.Channel, "trim"), s.ck(p.Channel, "deleted")},
-		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL, s.logCap()).Err()
+		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key), s.ck(p.Channel, "trim"), s.ck(p.Channel, "deleted"),
+			s.modKey(p.Channel)},
+		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL, s.logCap(), []byte(p.Log), p.LogAt).Err()
 	if err != nil {
 		return fail("append moderation event", err)
 	}

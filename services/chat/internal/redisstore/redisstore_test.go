@@ -31,7 +31,7 @@ func TestMessagesAreStreamEntriesNamedByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.DeleteMessage(ctx, "general", 3, time.Now()); err != nil {
+	if _, err := s.DeleteMessage(ctx, "general", 3, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	xs, err := rdb.XRange(ctx, "chat:{ch:general}:log", "-", "+").Result()
