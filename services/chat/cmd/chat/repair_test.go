@@ -44,7 +44,7 @@ func TestClusterRepairRunsWithoutLiveDelivery(t *testing.T) {
 	banned := true
 	ev := &chat.Event{Type: chat.EventUserBanned, Channel: "broken",
 		Moderation: &chat.Moderation{User: chat.UserRef{ID: u.ID, Name: u.Name}, At: time.Now()}}
-	if _, err := app.Store.UpdateUser(ctx, u.ID, chat.RoleViewer, chat.UserPatch{Banned: &banned}, ev); err != nil {
+	if _, err := app.Store.UpdateUser(ctx, u.ID, chat.RoleViewer, chat.UserPatch{Banned: &banned}, ev, nil); err != nil {
 		t.Fatal(err)
 	}
 	bans := func() int {
