@@ -280,16 +280,19 @@ function handle(ev) {
       break;
     case "message_deleted":
       remove(ev.message.id);
+      moderation.logChanged();
       break;
     case "user_timed_out":
       notice(ev.moderation.user.name + " was timed out by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
       if (state.me && ev.moderation.user.id === state.me.id && ev.moderation.until) {
         showError("you are timed out until " + new Date(ev.moderation.until).toLocaleTimeString());
       }
+      moderation.logChanged();
       break;
     case "user_banned":
       notice(ev.moderation.user.name + " was banned by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
       if (state.me && ev.moderation.user.id === state.me.id) showError("you are banned from #" + state.channel);
+      moderation.logChanged();
       break;
     case "shield_mode":
       notice("shield mode " + (ev.shield.on ? "on" : "off") + " (" + ev.shield.by.name + (ev.shield.reason ? ": " + ev.shield.reason : "") + ")");

@@ -1,6 +1,7 @@
 // Moderation on the chat page: what a moderator of the channel shown sees
-// (delete, timeout and ban on each message, the shield switch, the
-// channel's modes, the review queue), and the shield badge everyone sees.
+// (delete, timeout, ban and purge on each message, the shield switch, the
+// channel's modes, the review queue, the moderation log), and the shield
+// badge everyone sees.
 // A viewer's page builds none of the controls, and the API refuses them
 // anyway. Loaded before app.js: it uses app.js's state, api and showError
 // only from functions called once both are loaded.
@@ -22,14 +23,28 @@ const moderation = (() => {
     [86400, "1 day"],
     [604800, "7 days"],
   ];
-  // How long a ban button waits for its second click.
+  // How long a ban or purge button waits for its second click.
   const ARM_MS = 4000;
+  // The moderation log is read a page at a time; it is refreshed on the
+  // channel's moderation events, at most once per LOG_GAP_MS (a purge is
+  // one message_deleted event per message, a raid many filter hits), and
+  // LOG_SETTLE_MS after the first event: a purge's entry is written right
+  // after its deletions, whose events may arrive first. LOG_MAX bounds
+  // the entries kept in the page (the oldest go; "older" reads them again).
+  const LOG_PAGE = 50;
+  const LOG_GAP_MS = 3000;
+  const LOG_SETTLE_MS = 500;
+  const LOG_MAX = 500;
 
   let role = null; // the caller's role in the channel; null: not signed in
   let gen = 0; // bumps on each change of channel: answers about the last one are dropped
   let heldSeq = 0; // the latest queue refresh; only it schedules the next (teardown bumps it)
   let heldTimer = null;
   let shieldTimer = null;
+  let logTimer = null; // a log refresh waiting for its turn
+  let logLast = 0; // when the log was last read
+  let logSeq = 0; // the latest log refresh; older answers are dropped
+  let logNext = null; // the cursor of the older page; null: none
 
   const byId = (id) => document.getElementById(id);
   const isMod = () => role !== null && rank(role) >= rank("moderator");
@@ -66,6 +81,7 @@ const moderation = (() => {
       box.append(
         el("button", { type: "button", textContent: "timeout", title: "for the length chosen in the panel", data: { act: "timeout" } }),
         el("button", { type: "button", textContent: "ban", title: "click twice: bans from this channel", data: { act: "ban" } }),
+        el("button", { type: "button", textContent: "purge", title: "click twice: deletes this user's recent messages in this channel", data: { act: "purge" } }),
       );
     }
     if (box.childElementCount) li.append(box);
@@ -89,12 +105,14 @@ const moderation = (() => {
     const ch = state.channel;
     const user = "users/" + encodeURIComponent(m.user.id);
     const what = btn.dataset.act;
-    if (what === "ban" && btn.dataset.armed !== "1") {
+    // Ban and purge cannot be undone from the page: a second click
+    // within ARM_MS confirms.
+    if ((what === "ban" || what === "purge") && btn.dataset.armed !== "1") {
       btn.dataset.armed = "1";
-      btn.textContent = "ban " + m.user.name + "?";
+      btn.textContent = what + " " + m.user.name + "?";
       setTimeout(() => {
         btn.dataset.armed = "";
-        btn.textContent = "ban";
+        btn.textContent = what;
       }, ARM_MS);
       return;
     }
@@ -106,8 +124,11 @@ const moderation = (() => {
         await api("POST", user + "/timeout", { seconds: Number(byId("timeout-seconds").value), channel: ch, ...reason() });
       } else if (what === "ban") {
         await api("POST", user + "/ban", { channel: ch, ...reason() });
+      } else if (what === "purge") {
+        await api("POST", "channels/" + encodeURIComponent(ch) + "/" + user + "/purge", reason());
       }
       showError("");
+      if (ch === state.channel) refreshLog(); // the page's own action: its entry is written
     } catch (e) {
       fail(what, e);
     } finally {
@@ -255,6 +276,108 @@ const moderation = (() => {
     refreshHeld();
   }
 
+  // logOrder compares two log ids ("<ms>-<n>"): negative when a is older.
+  function logOrder(a, b) {
+    const [am, an] = a.split("-").map(Number);
+    const [bm, bn] = b.split("-").map(Number);
+    return am - bm || an - bn;
+  }
+
+  // logLine is one entry: when, who (a moderator, or automod and the
+  // rule), what, to whom, why, and the action's details.
+  function logLine(e) {
+    const at = new Date(e.at);
+    const today = at.toDateString() === new Date().toDateString();
+    const auto = e.actor.id === "automod";
+    const details = [];
+    if (e.filter_action) details.push(e.filter_action + (e.penalty ? " → " + e.penalty : ""));
+    if (e.role) details.push(e.role);
+    if (e.action === "purge") details.push((e.count || 0) + (e.count === 1 ? " message" : " messages"));
+    if (e.until) details.push("until " + new Date(e.until).toLocaleString());
+    if (e.message_id) details.push("message " + e.message_id);
+    return el(
+      "li",
+      { data: { id: e.id, action: e.action }, title: at.toLocaleString() },
+      el("span", { className: "time", textContent: today ? at.toLocaleTimeString() : at.toLocaleString() }),
+      el("span", { className: "actor" + (auto ? " automod" : ""), textContent: auto ? "automod · " + (e.rule || "") : e.actor.name }),
+      el("span", { className: "action", textContent: e.action }),
+      el("span", { className: "target", textContent: e.target ? e.target.name : "" }),
+      el("span", { className: "detail", textContent: details.join(", ") }),
+      el("span", { className: "reason", textContent: e.reason || "" }),
+    );
+  }
+
+  // showLogMore shows "older" while there is an older page, and trims the
+  // list to LOG_MAX (the cursor then starts below the last entry kept).
+  function showLogMore() {
+    const ul = byId("modlog-list");
+    while (ul.childElementCount > LOG_MAX) {
+      ul.lastElementChild.remove();
+      logNext = ul.lastElementChild.dataset.id;
+    }
+    byId("modlog-older").hidden = !logNext;
+    byId("modlog-empty").hidden = ul.childElementCount > 0;
+  }
+
+  // refreshLog reads the newest page: entries newer than the ones shown
+  // go on top; when all of them are new there may be a gap below, so the
+  // page replaces the list.
+  async function refreshLog() {
+    clearTimeout(logTimer);
+    logTimer = null;
+    if (!isMod() || document.hidden) return; // visibilitychange brings it up to date
+    const seq = ++logSeq;
+    const g = gen;
+    logLast = Date.now();
+    try {
+      const p = await api("GET", channelPath() + "/modlog?limit=" + LOG_PAGE);
+      const ul = byId("modlog-list");
+      if (seq !== logSeq || g !== gen || !ul) return;
+      const entries = p.entries || [];
+      const top = ul.firstElementChild && ul.firstElementChild.dataset.id;
+      const newer = top ? entries.filter((e) => logOrder(e.id, top) > 0) : entries;
+      if (!top || newer.length === entries.length) {
+        ul.replaceChildren(...entries.map(logLine));
+        logNext = p.next || null;
+      } else {
+        ul.prepend(...newer.map(logLine));
+      }
+      byId("modlog-status").textContent = "";
+      showLogMore();
+    } catch (e) {
+      if (seq === logSeq && g === gen && byId("modlog-status")) byId("modlog-status").textContent = "could not load: " + e.message;
+    }
+  }
+
+  // requestLog refreshes the log after a moderation event: LOG_SETTLE_MS
+  // from now, or LOG_GAP_MS after the last read if that is later; events
+  // meanwhile ride on the refresh already waiting.
+  function requestLog() {
+    if (!isMod() || logTimer !== null) return;
+    logTimer = setTimeout(refreshLog, Math.max(LOG_SETTLE_MS, logLast + LOG_GAP_MS - Date.now()));
+  }
+
+  // olderLog appends the page below the last entry shown; an answer that
+  // a refresh has made stale (it replaced the list) is dropped.
+  async function olderLog(btn) {
+    const cursor = logNext;
+    const g = gen;
+    if (!cursor || !isMod()) return;
+    btn.disabled = true;
+    try {
+      const p = await api("GET", channelPath() + "/modlog?limit=" + LOG_PAGE + "&before=" + encodeURIComponent(cursor));
+      const ul = byId("modlog-list");
+      if (g !== gen || logNext !== cursor || !ul) return;
+      ul.append(...(p.entries || []).map(logLine));
+      logNext = p.next || null;
+      showLogMore();
+    } catch (e) {
+      if (g === gen) fail("moderation log", e);
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
   // buildPanel fills #moderation for a moderator.
   function buildPanel() {
     const panel = byId("moderation");
@@ -286,15 +409,27 @@ const moderation = (() => {
       ),
       el("section", { id: "mod-held" }, el("h3", {}, "review queue ", el("span", { id: "held-count" })), el("ul", { id: "held" })),
       el("section", { id: "mod-modes" }, el("h3", { textContent: "modes" }), form),
-      // The mod log (GET /channels/{channel}/modlog) fills this section.
-      el("section", { id: "modlog", hidden: true }),
+      el(
+        "section",
+        { id: "modlog" },
+        el("h3", {}, "moderation log ", el("span", { id: "modlog-status", className: "status-note" })),
+        el("p", { id: "modlog-empty", className: "status-note", textContent: "nothing yet", hidden: true }),
+        el("ul", { id: "modlog-list" }),
+        el("button", { type: "button", id: "modlog-older", textContent: "older", hidden: true }),
+      ),
     );
+    byId("modlog-older").addEventListener("click", (e) => olderLog(e.target));
     panel.hidden = false;
   }
 
   function teardown() {
     clearTimeout(heldTimer);
     heldSeq++;
+    clearTimeout(logTimer);
+    logTimer = null;
+    logSeq++;
+    logLast = 0;
+    logNext = null;
     const panel = byId("moderation");
     panel.replaceChildren();
     panel.hidden = true;
@@ -311,7 +446,10 @@ const moderation = (() => {
     if (btn) review(btn);
   });
   document.addEventListener("visibilitychange", () => {
-    if (!document.hidden && isMod()) refreshHeld();
+    if (!document.hidden && isMod()) {
+      refreshHeld();
+      requestLog();
+    }
   });
 
   return {
@@ -323,6 +461,7 @@ const moderation = (() => {
         if (!was || !byId("modes-form")) buildPanel();
         loadChannel();
         refreshHeld();
+        refreshLog();
       } else {
         teardown();
       }
@@ -343,7 +482,11 @@ const moderation = (() => {
       if (isMod()) {
         loadChannel();
         refreshHeld(); // shield mode holds first messages
+        requestLog();
       }
     },
+    // logChanged: a moderation event (a deletion, a timeout, a ban); the
+    // log is read again soon.
+    logChanged: requestLog,
   };
 })();

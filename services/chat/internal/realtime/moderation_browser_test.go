@@ -25,9 +25,11 @@ const xss = `<img src=x onerror="window.__xss=1">`
 // viewer. The moderator deletes, times out and bans from a message's
 // buttons, edits the channel's modes, approves the viewer's held message
 // and flips the shield switch; each effect reaches the viewer's page. The
-// viewer's page has no moderation controls, its API calls are refused,
-// and markup in a message is shown as text in the review queue and the
-// chat.
+// moderator's mod log panel pages to older entries and shows the timeout
+// and the purge of the viewer; the purged messages leave the viewer's
+// page. The viewer's page has no moderation controls (nor the log), its
+// API calls are refused, and markup in a message is shown as text in the
+// review queue and the chat.
 func TestBrowserModeratorActsFromThePage(t *testing.T) {
 	rs := redisServer(t)
 	a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL(), publicRead: true, register: withAPI(t),
@@ -37,9 +39,18 @@ func TestBrowserModeratorActsFromThePage(t *testing.T) {
 	if _, err := a.svc.SetChannelRole(ctx, a.admin, "general", mod.ID, chat.RoleModerator); err != nil {
 		t.Fatal(err)
 	}
-	_, vicToken := a.user(chat.RoleViewer, "vic")
+	vic, vicToken := a.user(chat.RoleViewer, "vic")
 	trollA, _ := a.user(chat.RoleViewer, "troll_a")
 	trollB, _ := a.user(chat.RoleViewer, "troll_b")
+	// 50 role changes: with mona's, one more entry than the panel's first
+	// page holds.
+	for i := 0; i < 25; i++ {
+		for _, r := range []chat.Role{chat.RoleVIP, chat.RoleViewer} {
+			if _, err := a.svc.SetChannelRole(ctx, a.admin, "general", trollB.ID, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	send := func(u chat.User, text string) int64 {
 		t.Helper()
 		res, err := a.svc.Send(ctx, chat.Held(u), chat.SendInput{Channel: "general", Message: text})
@@ -84,7 +95,7 @@ func TestBrowserModeratorActsFromThePage(t *testing.T) {
 	// The viewer's page builds no control at all, and the API refuses one
 	// called by hand.
 	waitJS(t, modTab, `document.querySelector('#modes-form') !== null && !document.querySelector('#moderation').hidden`)
-	none := `document.querySelectorAll('#moderation *, .mod-actions, button[data-act], button[data-held], #shield-switch, #modes-form').length === 0 && document.querySelector('#moderation').hidden`
+	none := `document.querySelectorAll('#moderation *, .mod-actions, button[data-act], button[data-held], #shield-switch, #modes-form, #modlog, #modlog-list').length === 0 && document.querySelector('#moderation').hidden`
 	if ok, err := chromedp.Run(vicTab, chromedp.Evaluate[bool](none)); err != nil || !ok {
 		html, _ := chromedp.Run(vicTab, chromedp.Evaluate[string](`document.body.outerHTML`))
 		t.Fatalf("the viewer's page has moderation controls (%v):\n%s", err, html)
@@ -93,6 +104,16 @@ func TestBrowserModeratorActsFromThePage(t *testing.T) {
 		`api("DELETE", "messages/%d?channel=general").then(() => "deleted", (e) => e.message)`, toDelete), chromedp.EvalAwaitPromise))
 	if err != nil || refused == "deleted" {
 		t.Fatalf("the viewer deleted a message by hand: %q %v", refused, err)
+	}
+
+	// The mod log panel: the newest 50 entries, then "older" reads the
+	// last one (mona's role) and goes.
+	waitJS(t, modTab, `document.querySelectorAll('#modlog-list li').length === 50 && !document.querySelector('#modlog-older').hidden`)
+	click(modTab, `#modlog-older`)
+	waitJS(t, modTab, `document.querySelectorAll('#modlog-list li').length === 51 && document.querySelector('#modlog-older').hidden`)
+	if ok, err := chromedp.Run(modTab, chromedp.Evaluate[bool](`(() => { const li = document.querySelector('#modlog-list li:last-child');
+		return li.dataset.action === 'role_set' && li.querySelector('.target').textContent === 'mona'; })()`)); err != nil || !ok {
+		t.Fatalf("the oldest entry shown is not mona's role (%v)", err)
 	}
 
 	// Delete: the line leaves the viewer's page.
@@ -197,6 +218,37 @@ func TestBrowserModeratorActsFromThePage(t *testing.T) {
 	click(modTab, `#shield-switch`)
 	for _, tab := range []context.Context{vicTab, modTab} {
 		waitJS(t, tab, badge(false))
+	}
+
+	// Timeout and purge of the viewer: both in the mod log panel (the
+	// page's own action, and the events), the purged lines leave both
+	// pages; the purge takes two clicks.
+	v1 := send(vic, "vic one")
+	v2 := send(vic, "vic two")
+	waitJS(t, modTab, `document.querySelector('`+line(v2)+` button[data-act="purge"]') !== null`)
+	waitJS(t, vicTab, `document.querySelector('`+line(v2)+`') !== null`)
+	click(modTab, line(v1)+` button[data-act="timeout"]`)
+	logHas := func(action, actor, target string) string {
+		return `[...document.querySelectorAll('#modlog-list li[data-action="` + action + `"]')].some(li => li.querySelector('.actor').textContent === ` +
+			strconv.Quote(actor) + ` && li.querySelector('.target').textContent === ` + strconv.Quote(target) + `)`
+	}
+	waitJS(t, modTab, logHas("timeout", "mona", "vic"))
+	purgeBtn := line(v2) + ` button[data-act="purge"]`
+	click(modTab, purgeBtn)
+	waitJS(t, modTab, `document.querySelector('`+purgeBtn+`').textContent === 'purge vic?'`)
+	click(modTab, purgeBtn)
+	vicLines := `[...document.querySelectorAll('#messages li[data-id] .user')].filter(e => e.textContent === 'vic').length`
+	for _, tab := range []context.Context{vicTab, modTab} {
+		waitJS(t, tab, vicLines+` === 0`)
+	}
+	waitJS(t, modTab, logHas("purge", "mona", "vic")+` && document.querySelector('#modlog-list li[data-action="purge"] .detail').textContent === '3 messages'`)
+	// An action taken elsewhere reaches the panel by its event.
+	if _, err := b.svc.Timeout(ctx, b.admin, trollA.ID, chat.TimeoutInput{Seconds: 60, Channel: "general"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, modTab, logHas("timeout", b.admin.Name, "troll_a"))
+	if ok, err := chromedp.Run(vicTab, chromedp.Evaluate[bool](none)); err != nil || !ok {
+		t.Fatalf("the viewer's page has moderation controls after the purge (%v)", err)
 	}
 
 	// The role was given in #general only: in another channel the
