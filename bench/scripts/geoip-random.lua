@@ -22,10 +22,13 @@ end
 
 local random = math.random
 local format = string.format
+-- The path of an address: geoip's by default; bench/scripts/geoip-peers.sh sets another
+-- for a peer (echoip's "/json?ip=%d.%d.%d.%d"), the addresses staying the same.
+local path = os.getenv("GEOIP_PATH_FORMAT") or "/%d.%d.%d.%d/json/"
 
 function request()
 	local a = random(1, 221)
 	if a >= 10 then a = a + 1 end
 	if a >= 127 then a = a + 1 end
-	return wrk.format(nil, format("/%d.%d.%d.%d/json/", a, random(0, 255), random(0, 255), random(0, 255)))
+	return wrk.format(nil, format(path, a, random(0, 255), random(0, 255), random(0, 255)))
 end
