@@ -79,9 +79,12 @@ func (x *index4) fill(node uint, depth int, prefix uint32) {
 }
 
 // child is the record of node for bit (0 left, 1 right).
-func (x *index4) child(node, bit uint) uint {
-	t := x.tree
-	switch x.recordSize {
+func (x *index4) child(node, bit uint) uint { return treeRecord(x.tree, x.recordSize, node, bit) }
+
+// treeRecord reads the record of node for bit in tree, whose records are size bits (24,
+// 28 or 32).
+func treeRecord(t []byte, size, node, bit uint) uint {
+	switch size {
 	case 24:
 		o := node*6 + bit*3
 		return uint(t[o])<<16 | uint(t[o+1])<<8 | uint(t[o+2])

@@ -68,7 +68,8 @@ type NestedRecord struct {
 type DB struct {
 	*File
 	schema Schema
-	idx4   *index4 // nil: the library walks the tree
+	idx4   *index4    // nil: the library walks the tree
+	zones  *zoneTable // NameZones'; nil: none named
 }
 
 var _ lookup.DB = (*DB)(nil)
@@ -257,6 +258,9 @@ func (d *DB) lookup(addr netip.Addr, inPlace bool) (rec lookup.Record, off uint,
 		var f FlatRecord
 		if f, decoded = decodeFlatInPlace(d.data, off); decoded {
 			rec = FromFlat(&f)
+			if rec.TimeZone == "" && rec.HasLocation {
+				rec.TimeZone, _ = d.zones.at(off)
+			}
 			if !inPlace {
 				rec = rec.Own()
 			}
