@@ -107,6 +107,25 @@ func (d *DB) detect(r *maxminddb.Reader) (err error) {
 	return err
 }
 
+// Close closes the file (File.Close: it waits for the lookups in flight) and frees the
+// IPv4 index and the zone table.
+func (d *DB) Close() error {
+	err := d.File.Close()
+	var release []func() error
+	if d.idx4 != nil {
+		release, d.idx4.release = append(release, d.idx4.release...), nil
+	}
+	if d.zones != nil {
+		release, d.zones.release = append(release, d.zones.release...), nil
+	}
+	for _, r := range release {
+		if rerr := r(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
 // DetectSchema looks at the first record with data to tell the flat from the nested
 // layout; the metadata's database_type is free text and does not say.
 func DetectSchema(r *maxminddb.Reader) (Schema, error) {

@@ -11,9 +11,10 @@ import (
 // service otherwise kept them loaded for the life of the process, and a lookup reads its
 // zone from a binary search of 2.5 MB instead of a polygon search.
 type zoneTable struct {
-	offs  []uint32 // record offsets, ascending
-	zone  []uint16 // names index of each
-	names []string
+	offs    []uint32 // record offsets, ascending (off the Go heap, as zone)
+	zone    []uint16 // names index of each
+	names   []string
+	release []func() error
 }
 
 // at is the zone of the record at off; ok is false for a record the table has not named.
@@ -98,6 +99,12 @@ func (d *DB) NameZones(namer func() (func(lat, lon float64) string, error)) erro
 			t.zone = append(t.zone, z)
 		}
 	}
+	// Off the Go heap, as the IPv4 index (offHeap); the slices built here are garbage.
+	offs, r1 := offHeap[uint32](len(t.offs))
+	zone, r2 := offHeap[uint16](len(t.zone))
+	copy(offs, t.offs)
+	copy(zone, t.zone)
+	t.offs, t.zone, t.release = offs, zone, []func() error{r1, r2}
 	d.zones = t
 	d.info.ZoneNames = all
 	return nil
