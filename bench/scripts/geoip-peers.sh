@@ -106,7 +106,8 @@ target() {
 	esac
 }
 
-# run NAME SECONDS: one wrk run; prints "NAME req/s p99 wrk-cpu-s server-cpu-s".
+# run NAME SECONDS [SEED]: one wrk run, its addresses drawn from SEED (geoip-random.lua's
+# GEOIP_SEED); prints "NAME req/s p99 wrk-cpu-s server-cpu-s".
 run() {
 	target "$1"
 	local out tf s0 s1
@@ -115,7 +116,7 @@ run() {
 	s0=$(cpu "$pid")
 	{
 		TIMEFORMAT='%U %S'
-		time GEOIP_PATH_FORMAT=$fmt wrk -t"$threads" -c"$conns" -d"$2" --latency -s "$here/geoip-random.lua" "$url" >"$out"
+		time GEOIP_PATH_FORMAT=$fmt GEOIP_SEED=${3:-0} wrk -t"$threads" -c"$conns" -d"$2" --latency -s "$here/geoip-random.lua" "$url" >"$out"
 	} 2>"$tf"
 	s1=$(cpu "$pid")
 	if grep -q "Non-2xx" "$out"; then
@@ -142,10 +143,11 @@ if [[ ${warmup%s} != 0 ]]; then
 fi
 results=$(mktemp)
 for r in $(seq 1 "$rounds"); do
-	# Each round starts with the next server, so that each runs in every position.
+	# Each round starts with the next server, so that each runs in every position, and has
+	# addresses of its own (the warm-up's are seed 0).
 	s=$(((r - 1) % ${#targets[@]}))
 	for name in "${targets[@]:s}" "${targets[@]:0:s}"; do
-		echo "round $r $(run "$name" "$duration")" | tee -a "$results"
+		echo "round $r $(run "$name" "$duration" "$r")" | tee -a "$results"
 	done
 done
 echo "# ratios per round: throughput (and requests per server CPU-second)"

@@ -16,8 +16,14 @@ function setup(thread)
 	thread:set("id", threads)
 end
 
+-- GEOIP_SEED (default 0) moves every thread's sequence: bench/scripts/geoip-peers.sh gives
+-- each round its own, the same for every server in it, so that a round does not ask again
+-- the addresses of the previous ones (a server would then answer them from its answer
+-- cache, which admits an address on its second miss).
+local seed = tonumber(os.getenv("GEOIP_SEED") or "0")
+
 function init(args)
-	math.randomseed(12345 + id * 7919)
+	math.randomseed(12345 + id * 7919 + seed * 104729)
 end
 
 local random = math.random
