@@ -317,6 +317,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer app.Close()
 	app.Log.Info("geoip starting", "config", app.Config)
+	// The databases are loaded (an MMDB's zones named from the polygons): what start-up
+	// read of the executable need not stay resident.
+	releaseExecutablePages()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
