@@ -29,7 +29,7 @@ test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails inst
 	cd libs/apiserver && GOARCH=386 $(GO) test -count=1 ./internal/fieldmem/
 	cd libs/apiserver && $(GO) test -count=1 -run '^TestPathValuesSpareTheWayBack$$' -v .
 	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
-	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
+	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad(MMDB)?$$' -v ./internal/dbfile/
 	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/
 
 # The short soak: 3 minutes against one chat replica on a real redis-server (80 s warm-up,

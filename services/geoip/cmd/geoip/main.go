@@ -30,6 +30,7 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/convert"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/exepages"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -319,7 +320,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	app.Log.Info("geoip starting", "config", app.Config)
 	// The databases are loaded (an MMDB's zones named from the polygons): what start-up
 	// read of the executable need not stay resident.
-	releaseExecutablePages()
+	exepages.Release()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

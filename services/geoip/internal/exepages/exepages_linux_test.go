@@ -1,4 +1,4 @@
-package main
+package exepages
 
 import (
 	"os"
@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestReleaseExecutablePages checks that the executable's pages leave the process's
+// TestRelease checks that the executable's pages leave the process's
 // resident memory: the file-backed part (RssFile, the test binary's pages here, as the
 // server's in serve) shrinks.
-func TestReleaseExecutablePages(t *testing.T) {
+func TestRelease(t *testing.T) {
 	before := rssFile(t)
-	releaseExecutablePages()
+	Release()
 	after := rssFile(t)
 	t.Logf("RssFile %d kB before, %d kB after", before, after)
 	if after >= before/2 {

@@ -1,4 +1,6 @@
-package main
+// Package exepages drops the executable's pages from the process's resident memory once
+// start-up is over (Release).
+package exepages
 
 import (
 	"bufio"
@@ -13,13 +15,13 @@ import (
 // on its next use, a written one (the data section's variables) stays or goes to swap.
 const madvPageout = 21
 
-// releaseExecutablePages drops the executable's pages from the process's resident memory.
+// Release drops the executable's pages from the process's resident memory.
 // Start-up reads much of the 80 MB binary once: the time zone polygons embedded in it
 // (6.7 MB, read to name an MMDB's zones), init code, the tables of every package. Under
 // random load 35 MiB of it stayed resident, 16 MiB after this call (what serving uses,
 // faulted back in on first use): part of the resident-memory budget of issue 30. A
 // kernel without MADV_PAGEOUT (before 5.4) refuses the call, and nothing changes.
-func releaseExecutablePages() {
+func Release() {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return
