@@ -53,8 +53,10 @@ elif [[ -n ${CENTRIFUGO_SRC:-} ]]; then
 		gitdir=$CENTRIFUGO_SRC
 		[[ -d $CENTRIFUGO_SRC/.git ]] && gitdir=$CENTRIFUGO_SRC/.git
 		git --git-dir="$gitdir" archive HEAD | tar -x -C "$work/centrifugo-src"
+		src_version=$(git --git-dir="$gitdir" describe --tags 2>/dev/null || git --git-dir="$gitdir" log -1 --format='%h %cs')
 	else
 		cp -r "$CENTRIFUGO_SRC/." "$work/centrifugo-src"
+		chmod -R u+w "$work/centrifugo-src" # a module cache copy is read-only
 	fi
 	(cd "$work/centrifugo-src" && GOWORK=off GOFLAGS=-mod=mod go build -o "$work/centrifugo" .)
 else
@@ -66,7 +68,11 @@ fi
 # Release builds carry their version; a go install'ed one says v0.0.0, its module version
 # is in the build info.
 cent_version=$(go version -m "$work/centrifugo" 2>/dev/null | awk '$1 == "mod" {print $3}')
-[[ -n $cent_version && $cent_version != "(devel)" ]] || cent_version=$("$work/centrifugo" version 2>/dev/null | head -1)
+if [[ -n ${src_version:-} ]]; then
+	cent_version="$src_version (source)"
+elif [[ -z $cent_version || $cent_version == "(devel)" ]]; then
+	cent_version="$("$work/centrifugo" version 2>/dev/null | head -1) from ${CENTRIFUGO_SRC:-$CENTRIFUGO_BIN}"
+fi
 
 chat_bin=${CHAT_BIN:-}
 if [[ -z $chat_bin ]]; then
@@ -220,10 +226,10 @@ for mode in sat rate; do
 			printf "# %s:\n", label
 			for (r = 1; r <= n; r++) {
 				ratio[r] = d[r" centrifugo"] ? d[r" chat"] / d[r" centrifugo"] : 0
-				pc[r] = p[r" chat"]; pz[r] = p[r" centrifugo"]
+				pc[r] = p[r" chat"]; pz[r] = p[r" centrifugo"]; pr[r] = pz[r] ? pc[r] / pz[r] : 0
 				printf "#   round %d: deliveries/s chat %d, centrifugo %d, ratio %.3f; p99 chat %.2f ms, centrifugo %.2f ms\n", r, d[r" chat"], d[r" centrifugo"], ratio[r], pc[r], pz[r]
 			}
-			printf "#   deliveries/s chat/centrifugo: median %.3f over %d rounds; p99 median chat %.2f ms, centrifugo %.2f ms\n", median(ratio, n), n, median(pc, n), median(pz, n)
+			printf "#   deliveries/s chat/centrifugo: median %.3f over %d rounds; p99 median chat %.2f ms, centrifugo %.2f ms; p99 chat/centrifugo median %.3f\n", median(ratio, n), n, median(pc, n), median(pz, n), median(pr, n)
 			for (s in del) {
 				printf "#   %s: %d deliveries, lost %d, dup %d; servers %.1f CPU-s (%.2f us/delivery), redis %.1f CPU-s, together %.2f us/delivery; fanout %.1f CPU-s\n",
 					s, del[s], lost[s], dup[s], srv[s], del[s] ? srv[s] / del[s] * 1e6 : 0, red[s], del[s] ? (srv[s] + red[s]) / del[s] * 1e6 : 0, gen[s]
