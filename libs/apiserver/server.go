@@ -60,6 +60,7 @@ type Server[A any] struct {
 	redisLimited bool
 	ownRedis     redis.UniversalClient
 	tokenHash    []byte
+	ident        identityState // usage counts of identity limits (identity.go)
 
 	checksMu sync.Mutex
 	checks   []readinessCheck
