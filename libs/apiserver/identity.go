@@ -43,6 +43,9 @@ type IdentityLimit struct {
 	// Security documents how a caller presents its credential (OpenAPI security
 	// schemes). An operation that is not Authenticated lists them as optional.
 	Security []SecurityScheme
+	// Errors documents Identify's errors by status (403: "Unknown API key"), on every
+	// operation limited by identity.
+	Errors map[int]string
 }
 
 // SecurityScheme is an OpenAPI security scheme: an API key in a query parameter or

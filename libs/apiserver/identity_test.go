@@ -36,6 +36,7 @@ var keyLimit = &apiserver.IdentityLimit{
 	},
 	Plans:    map[string]ratelimit.Limit{"gold": {Max: 6, Window: time.Minute}},
 	Security: []apiserver.SecurityScheme{{Name: "key", Type: "apiKey", In: "header", Param: "X-Key", Description: "An API key"}},
+	Errors:   map[int]string{http.StatusForbidden: "Unknown key"},
 }
 
 func identityServer(t *testing.T, redisURL string) (*apiserver.Server[struct{}], *httptest.Server) {
@@ -295,5 +296,8 @@ func TestIdentityLimitDocumented(t *testing.T) {
 	r429 := op["responses"].(map[string]any)["429"].(map[string]any)
 	if !strings.Contains(r429["description"].(string), "principal") {
 		t.Errorf("429 = %v", r429)
+	}
+	if r403 := op["responses"].(map[string]any)["403"].(map[string]any); r403["description"] != "Unknown key" {
+		t.Errorf("403 = %v", r403)
 	}
 }

@@ -309,6 +309,9 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 			// Optional: an empty requirement is the anonymous caller.
 			o["security"] = append(alts, map[string]any{})
 		}
+		for code, desc := range il.Errors {
+			addErr(code, desc)
+		}
 		addErr(http.StatusTooManyRequests, "Rate limit exceeded: the principal's limit (its plan's), or without credentials the client address's; see Retry-After")
 	} else if op.RateLimit == nil || !op.RateLimit.Disabled {
 		addErr(http.StatusTooManyRequests, "Rate limit exceeded; see Retry-After")
