@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -195,7 +196,7 @@ func (s *Server[A]) identityMiddleware(op *Operation, routeKey string, il *Ident
 			s.answerError(c, fmt.Errorf("identity limit: principal %q: %w", p.ID, err), m)
 			return
 		} else {
-			header = headerInt(limit.Max)
+			header = limitHeaders.of(limit.Max)
 		}
 		switch s.enforce(c, "principal:"+p.ID, limit, header, m) {
 		case limitPassed:
@@ -204,4 +205,25 @@ func (s *Server[A]) identityMiddleware(op *Operation, routeKey string, il *Ident
 			_ = counter.Add(p.ID, false)
 		}
 	}
+}
+
+// limitHeaders holds the RateLimit-Limit value of the last principal's own limit seen:
+// principals with their own limits mostly share a few values, and one above the shared
+// small ints would otherwise cost an allocation per request.
+var limitHeaders headerCache
+
+type headerCache struct{ last atomic.Pointer[cachedHeader] }
+
+type cachedHeader struct {
+	n int
+	v []string
+}
+
+func (h *headerCache) of(n int) []string {
+	if c := h.last.Load(); c != nil && c.n == n {
+		return c.v
+	}
+	v := headerInt(n)
+	h.last.Store(&cachedHeader{n: n, v: v})
+	return v
 }

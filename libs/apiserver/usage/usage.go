@@ -33,8 +33,9 @@ type Store interface {
 const (
 	// MaxIDLength is the longest principal id counted; Counter.Add refuses longer ones.
 	MaxIDLength = 128
-	// DefaultMaxPending bounds the principals counted between two flushes: past it, new
-	// principals' requests are dropped (and counted in Dropped) until the next flush.
+	// DefaultMaxPending bounds the principals a process counts in a day (entries live
+	// until the day after): past it, new principals' requests are dropped (and counted in
+	// Dropped) until old days' entries are cleared.
 	DefaultMaxPending = 100_000
 	// DefaultFlushInterval is how often counts are written to the store.
 	DefaultFlushInterval = time.Second
@@ -62,10 +63,18 @@ type Counter struct {
 	interval time.Duration
 	max      int
 	now      func() time.Time
+	// fixedClock: Config.Now was given (tests), and is read for every request. Else
+	// days are counted from base on the monotonic clock (see today).
+	fixedClock bool
+	base       time.Time
+	baseUnix   int64
 
-	mu      sync.RWMutex
-	pending map[pendingKey]*pendingCounts
-	dropped atomic.Int64
+	// pending holds the counts not yet written, one entry per principal and day, kept
+	// (and zeroed by each flush) until the day is over: Add is then a lock-free read and
+	// an atomic add, and a flush never races an Add out of its increment.
+	pending  sync.Map // pendingKey → *pendingCounts
+	npending atomic.Int64
+	dropped  atomic.Int64
 
 	flushMu sync.Mutex // one flush at a time, so a day's increments are written in order
 	stop    chan struct{}
@@ -83,7 +92,7 @@ type pendingCounts struct{ allowed, limited atomic.Int64 }
 // New returns a Counter; call Run to flush in the background, or Flush yourself.
 func New(cfg Config) *Counter {
 	c := &Counter{store: cfg.Store, interval: cfg.FlushInterval, max: cfg.MaxPending, now: cfg.Now,
-		pending: map[pendingKey]*pendingCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{})}
 	if c.store == nil {
 		c.store = NewMemory(0)
 	}
@@ -95,11 +104,25 @@ func New(cfg Config) *Counter {
 	}
 	if c.now == nil {
 		c.now = time.Now
+		c.base = time.Now()
+		c.baseUnix = c.base.Unix()
+	} else {
+		c.fixedClock = true
 	}
 	return c
 }
 
 func dayNumber(t time.Time) int64 { return t.Unix() / 86400 }
+
+// today is the current day number. With the real clock it reads only the monotonic
+// clock, from the wall time at New: time.Now reads both, a cost per request that Add
+// has no use for (the day may then lag a wall-clock step, until the next New).
+func (c *Counter) today() int64 {
+	if c.fixedClock {
+		return dayNumber(c.now())
+	}
+	return (c.baseUnix + int64(time.Since(c.base)/time.Second)) / 86400
+}
 
 // DayString is the day as counts name it, YYYY-MM-DD in UTC.
 func DayString(t time.Time) string { return t.UTC().Format(time.DateOnly) }
@@ -111,22 +134,10 @@ func (c *Counter) Add(id string, allowed bool) error {
 	if len(id) > MaxIDLength {
 		return ErrIDTooLong
 	}
-	k := pendingKey{day: dayNumber(c.now()), id: id}
-	c.mu.RLock()
-	p := c.pending[k]
-	c.mu.RUnlock()
+	p := c.entry(pendingKey{day: c.today(), id: id})
 	if p == nil {
-		c.mu.Lock()
-		if p = c.pending[k]; p == nil {
-			if len(c.pending) >= c.max {
-				c.mu.Unlock()
-				c.dropped.Add(1)
-				return nil
-			}
-			p = new(pendingCounts)
-			c.pending[k] = p
-		}
-		c.mu.Unlock()
+		c.dropped.Add(1)
+		return nil
 	}
 	if allowed {
 		p.allowed.Add(1)
@@ -136,32 +147,52 @@ func (c *Counter) Add(id string, allowed bool) error {
 	return nil
 }
 
+// entry is k's pending counts, made if there is room (nil if not).
+func (c *Counter) entry(k pendingKey) *pendingCounts {
+	if v, ok := c.pending.Load(k); ok {
+		return v.(*pendingCounts)
+	}
+	if c.npending.Load() >= int64(c.max) {
+		return nil
+	}
+	v, loaded := c.pending.LoadOrStore(k, new(pendingCounts))
+	if !loaded {
+		c.npending.Add(1)
+	}
+	return v.(*pendingCounts)
+}
+
 // Dropped is how many requests were not counted because MaxPending principals were
-// already waiting for a flush.
+// already counted that day in this process.
 func (c *Counter) Dropped() int64 { return c.dropped.Load() }
 
 // Flush writes the pending counts to the store. On a store error they are kept for the
 // next flush (added to what arrives meanwhile), so a Redis outage delays counts rather
-// than losing them, within MaxPending principals.
+// than losing them.
 func (c *Counter) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
-	c.mu.Lock()
-	taken := c.pending
-	c.pending = make(map[pendingKey]*pendingCounts, len(taken))
-	c.mu.Unlock()
-	if len(taken) == 0 {
-		return nil
-	}
+	today := c.today()
 	byDay := map[int64]map[string]Counts{}
-	for k, p := range taken {
+	c.pending.Range(func(key, v any) bool {
+		k, p := key.(pendingKey), v.(*pendingCounts)
+		got := Counts{Allowed: p.allowed.Swap(0), Limited: p.limited.Swap(0)}
+		if k.day < today-1 {
+			// Two days gone: no request counts there any more.
+			c.pending.Delete(k)
+			c.npending.Add(-1)
+		}
+		if got.Allowed == 0 && got.Limited == 0 {
+			return true
+		}
 		d := byDay[k.day]
 		if d == nil {
 			d = map[string]Counts{}
 			byDay[k.day] = d
 		}
-		d[k.id] = Counts{Allowed: p.allowed.Load(), Limited: p.limited.Load()}
-	}
+		d[k.id] = got
+		return true
+	})
 	var errs []error
 	for day, deltas := range byDay {
 		if err := c.store.Add(ctx, dayOf(day), deltas); err != nil {
@@ -174,18 +205,11 @@ func (c *Counter) Flush(ctx context.Context) error {
 
 // restore puts counts that could not be written back among the pending ones.
 func (c *Counter) restore(day int64, deltas map[string]Counts) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for id, d := range deltas {
-		k := pendingKey{day: day, id: id}
-		p := c.pending[k]
+		p := c.entry(pendingKey{day: day, id: id})
 		if p == nil {
-			if len(c.pending) >= c.max {
-				c.dropped.Add(d.Allowed + d.Limited)
-				continue
-			}
-			p = new(pendingCounts)
-			c.pending[k] = p
+			c.dropped.Add(d.Allowed + d.Limited)
+			continue
 		}
 		p.allowed.Add(d.Allowed)
 		p.limited.Add(d.Limited)
@@ -204,12 +228,11 @@ func (c *Counter) Day(ctx context.Context, id string, t time.Time) (Counts, erro
 	if err != nil {
 		return Counts{}, err
 	}
-	c.mu.RLock()
-	if p := c.pending[pendingKey{day: n, id: id}]; p != nil {
+	if v, ok := c.pending.Load(pendingKey{day: n, id: id}); ok {
+		p := v.(*pendingCounts)
 		got.Allowed += p.allowed.Load()
 		got.Limited += p.limited.Load()
 	}
-	c.mu.RUnlock()
 	got.Day = dayOf(n)
 	return got, nil
 }

@@ -52,7 +52,8 @@ func TestCounterCountsPerPrincipalAndDay(t *testing.T) {
 }
 
 func TestCounterRefusesLongIDsAndBoundsPending(t *testing.T) {
-	c := usage.New(usage.Config{MaxPending: 2})
+	clock := testkit.NewClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	c := usage.New(usage.Config{MaxPending: 2, Now: clock.Now})
 	if err := c.Add(strings.Repeat("x", usage.MaxIDLength+1), true); !errors.Is(err, usage.ErrIDTooLong) {
 		t.Errorf("long id: %v", err)
 	}
@@ -65,11 +66,21 @@ func TestCounterRefusesLongIDsAndBoundsPending(t *testing.T) {
 	if got, _ := c.Today(ctx, "a"); got.Allowed != 2 {
 		t.Errorf("a = %+v", got)
 	}
-	// A flush frees the room.
+	// A flush the same day keeps the principals (their entries count on).
+	_ = c.Flush(ctx)
+	_ = c.Add("c", true)
+	if got, _ := c.Today(ctx, "c"); got.Allowed != 0 {
+		t.Errorf("c after a flush the same day = %+v, want still dropped", got)
+	}
+	// Two days on, a flush frees the room.
+	clock.Advance(48 * time.Hour)
 	_ = c.Flush(ctx)
 	_ = c.Add("c", true)
 	if got, _ := c.Today(ctx, "c"); got.Allowed != 1 {
-		t.Errorf("c after flush = %+v", got)
+		t.Errorf("c two days on = %+v", got)
+	}
+	if got, _ := c.Day(ctx, "a", clock.Now().Add(-48*time.Hour)); got.Allowed != 2 {
+		t.Errorf("a's counts of two days ago, flushed = %+v", got)
 	}
 }
 
@@ -145,5 +156,31 @@ func TestRedisStoreSharedAndExpiring(t *testing.T) {
 	}
 	if got, _ := b.Today(ctx, "late"); got.Allowed != 1 {
 		t.Errorf("late = %+v after Close", got)
+	}
+}
+
+// TestCounterConcurrentAddAndFlush: increments made while flushes run are all written
+// once, none lost or doubled (run with -race).
+func TestCounterConcurrentAddAndFlush(t *testing.T) {
+	st := usage.NewMemory(0)
+	c := usage.New(usage.Config{Store: st})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			_ = c.Flush(ctx)
+		}
+	}()
+	for range 4 {
+		t.Run("", func(t *testing.T) {
+			for range 5000 {
+				_ = c.Add("acme", true)
+			}
+		})
+	}
+	<-done
+	_ = c.Flush(ctx)
+	if got, _ := st.Get(ctx, usage.DayString(time.Now()), "acme"); got.Allowed != 20000 {
+		t.Errorf("store has %d, want 20000", got.Allowed)
 	}
 }
