@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -127,66 +129,87 @@ func TestKeysDocumented(t *testing.T) {
 // 29): at most 1.05.
 func BenchmarkKeyedLookup(b *testing.B) {
 	for _, store := range []string{"memory", "redis"} {
-		b.Run("store="+store, func(b *testing.B) {
-			opts := []serverOption{
-				withKeys(b, `{"keys": [{"key": "`+testKey+`", "name": "bench", "limit": 100000000, "window": "1h"}]}`),
-				func(c *apiserver.Config[struct{}], _ *testOptions) {
-					c.RateLimitMax, c.RateLimitWindow = 1<<30, "1h"
-					c.Getenv = func(k string) string {
-						if k == "APP_ENV" {
-							return "production"
-						}
-						return ""
-					}
-					if store == "redis" {
-						rds := redistest.Start(b)
-						client, err := redisconn.OpenWith(rds.URL(), redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
-						if err != nil {
-							b.Fatal(err)
-						}
-						b.Cleanup(func() { _ = client.Close() })
-						c.Redis = client
-					}
-				},
-			}
-			s := newTestServer(b, embeddedSample(b), opts...)
-			h := s.srv.Handler()
-			s.get("/8.8.8.8/json/") // time zones and the answer cache, once
-			// The requests are made once: parsing the longer URL is the client's cost.
-			reqs := map[string]*http.Request{}
-			for _, path := range []string{"/8.8.8.8/json/", "/8.8.8.8/json/?key=" + testKey} {
-				reqs[path] = httptest.NewRequest(http.MethodGet, path, nil)
-				reqs[path].RemoteAddr = "203.0.113.1:1"
-			}
-			batch := func(path string) time.Duration {
-				req := reqs[path]
-				start := time.Now()
-				for range 32 {
-					w := httptest.NewRecorder()
-					h.ServeHTTP(w, req)
-					if w.Code != http.StatusOK {
-						b.Fatalf("%d %s", w.Code, w.Body)
-					}
-				}
-				return time.Since(start) / 32
-			}
-			var anon, keyed, ratios []float64
-			for i := 0; b.Loop(); i++ {
-				// Alternate which goes first, so neither always follows the other.
-				var a, k time.Duration
-				if i%2 == 0 {
-					a, k = batch("/8.8.8.8/json/"), batch("/8.8.8.8/json/?key="+testKey)
-				} else {
-					k, a = batch("/8.8.8.8/json/?key="+testKey), batch("/8.8.8.8/json/")
-				}
-				anon, keyed = append(anon, float64(a)), append(keyed, float64(k))
-				ratios = append(ratios, float64(k)/float64(a))
-			}
-			b.ReportMetric(median(anon), "anon-ns/req")
-			b.ReportMetric(median(keyed), "keyed-ns/req")
-			b.ReportMetric(median(ratios), "keyed/anon")
-		})
+		for _, addrs := range []string{"fixed", "random"} {
+			b.Run("store="+store+"/addr="+addrs, func(b *testing.B) { benchKeyed(b, store, addrs == "random") })
+		}
 	}
+}
+
+// benchKeyed runs BenchmarkKeyedLookup on one store; random: a new public address per
+// request and no answer cache, so every answer is built (the other end from a cache hit).
+func benchKeyed(b *testing.B, store string, random bool) {
+	opts := []serverOption{
+		withKeys(b, `{"keys": [{"key": "`+testKey+`", "name": "bench", "limit": 100000000, "window": "1h"}]}`),
+		func(c *apiserver.Config[struct{}], o *testOptions) {
+			c.RateLimitMax, c.RateLimitWindow = 1<<30, "1h"
+			c.Getenv = func(k string) string {
+				if k == "APP_ENV" {
+					return "production"
+				}
+				return ""
+			}
+			if random {
+				o.CacheSize = -1
+			}
+			if store == "redis" {
+				rds := redistest.Start(b)
+				client, err := redisconn.OpenWith(rds.URL(), redisconn.Options{Timeout: ratelimit.DefaultRedisTimeout})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = client.Close() })
+				c.Redis = client
+			}
+		},
+	}
+	s := newTestServer(b, embeddedSample(b), opts...)
+	h := s.srv.Handler()
+	s.get("/8.8.8.8/json/") // time zones and the answer cache, once
+	// The requests are made once: parsing the longer URL is the client's cost. Both
+	// variants ask the same addresses in the same order.
+	n := 1
+	if random {
+		n = 4096
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	anonReqs, keyedReqs := make([]*http.Request, n), make([]*http.Request, n)
+	for i := range n {
+		path := "/8.8.8.8/json/"
+		if random {
+			path = fmt.Sprintf("/%d.%d.%d.%d/json/", 1+r.IntN(222), r.IntN(256), r.IntN(256), r.IntN(256))
+		}
+		anonReqs[i] = httptest.NewRequest(http.MethodGet, path, nil)
+		keyedReqs[i] = httptest.NewRequest(http.MethodGet, path+"?key="+testKey, nil)
+		anonReqs[i].RemoteAddr, keyedReqs[i].RemoteAddr = "203.0.113.1:1", "203.0.113.1:1"
+	}
+	next := 0
+	batch := func(reqs []*http.Request, from int) time.Duration {
+		start := time.Now()
+		for j := range 32 {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, reqs[(from+j)%len(reqs)])
+			if w.Code != http.StatusOK {
+				b.Fatalf("%d %s", w.Code, w.Body)
+			}
+		}
+		return time.Since(start) / 32
+	}
+	var anon, keyed, ratios []float64
+	for i := 0; b.Loop(); i++ {
+		// Alternate which goes first, so neither always follows the other.
+		var a, k time.Duration
+		if i%2 == 0 {
+			a, k = batch(anonReqs, next), batch(keyedReqs, next)
+		} else {
+			k, a = batch(keyedReqs, next), batch(anonReqs, next)
+		}
+		next += 32
+		anon, keyed = append(anon, float64(a)), append(keyed, float64(k))
+		ratios = append(ratios, float64(k)/float64(a))
+	}
+	b.ReportMetric(median(anon), "anon-ns/req")
+	b.ReportMetric(median(keyed), "keyed-ns/req")
+	b.ReportMetric(median(ratios), "keyed/anon")
 }
 
 func median(v []float64) float64 {
