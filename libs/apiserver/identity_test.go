@@ -301,3 +301,61 @@ func TestIdentityLimitDocumented(t *testing.T) {
 		t.Errorf("403 = %v", r403)
 	}
 }
+
+// TestIdentityLimitAfterAuthentication: on an Authenticated operation the principal is
+// the authenticated caller (here a validator's subject, as a JWT's sub), limited per
+// subject whatever address it calls from; a failed authentication is answered only
+// while the address's limit lasts; the scheme is not optional in OpenAPI.
+func TestIdentityLimitAfterAuthentication(t *testing.T) {
+	type claims struct{ Sub string }
+	s, err := apiserver.New(apiserver.Config[claims]{
+		Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
+		RateLimitMax: 2, RateLimitWindow: "1m", TrustedProxies: []string{"127.0.0.1", "::1"},
+		TokenValidator: func(token string, _ *http.Request) apiserver.AuthResult[claims] {
+			if sub, ok := strings.CutPrefix(token, "user-"); ok {
+				return apiserver.AuthResult[claims]{Valid: true, Context: claims{Sub: sub}}
+			}
+			return apiserver.AuthResult[claims]{Valid: false}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySub := &apiserver.IdentityLimit{
+		Identify: func(c *gin.Context) (apiserver.Principal, bool, error) {
+			a, ok := apiserver.AuthFrom[claims](c)
+			return apiserver.Principal{ID: "sub:" + a.Sub, Plan: "user"}, ok, nil
+		},
+		Plans:    map[string]ratelimit.Limit{"user": {Max: 4, Window: time.Minute}},
+		Security: []apiserver.SecurityScheme{{Name: "jwt", Type: "http", Scheme: "bearer"}},
+	}
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/me", Authenticated: true, IdentityLimit: bySub},
+		func(c *apiserver.Context[claims], _ *struct{}) (map[string]string, error) {
+			return map[string]string{"sub": c.Auth.Sub}, nil
+		})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	var codes []int
+	for i := range 6 {
+		addr := "203.0.113." + string(rune('1'+i)) // a new address each time: the limit is the subject's
+		codes = append(codes, getWith(t, ts.URL+"/me", addr, http.Header{"Authorization": {"Bearer user-ann"}}).StatusCode)
+	}
+	if want := []int{200, 200, 200, 200, 429, 429}; !equalInts(codes, want) {
+		t.Errorf("one subject from six addresses: %v, want %v", codes, want)
+	}
+	if u, _ := s.Usage(context.Background(), "sub:ann"); u.Allowed != 4 || u.Limited != 2 {
+		t.Errorf("usage of sub:ann = %+v", u)
+	}
+	codes = codes[:0]
+	for range 3 {
+		codes = append(codes, getWith(t, ts.URL+"/me", "198.51.100.1", http.Header{"Authorization": {"Bearer wrong"}}).StatusCode)
+	}
+	if want := []int{403, 403, 429}; !equalInts(codes, want) {
+		t.Errorf("bad tokens from one address: %v, want %v", codes, want)
+	}
+	doc := openAPIOf(t, s.Handler())
+	op := doc["paths"].(map[string]any)["/me"].(map[string]any)["get"].(map[string]any)
+	if sec, _ := json.Marshal(op["security"]); strings.Contains(string(sec), "{}") {
+		t.Errorf("an Authenticated operation's security lists the anonymous alternative: %s", sec)
+	}
+}
