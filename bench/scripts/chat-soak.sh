@@ -13,8 +13,8 @@
 # Extra arguments go to soak. The replica keeps the default socket limits (the sockets
 # come from 40 loopback addresses, 50 each) and its defaults but two: loopback is exempt
 # from the request rate limit (RATE_LIMIT_ALLOW) and the per-user send limit is off
-# (CHAT_SEND_LIMIT=off), as 40 viewers send 100 msg/s. Environment: REDIS_PORT (16479),
-# CHAT_PORT (18181), CHAT_HISTORY (the service default unless set: the Redis stream of a
+# (CHAT_SEND_LIMIT=off), as 40 viewers send 100 msg/s. Environment: REDIS_PORT and
+# CHAT_PORT (free ports unless set), CHAT_HISTORY (the service default unless set: the Redis stream of a
 # channel grows until it holds CHAT_HISTORY messages, one a second per channel here, so
 # the warm-up must be longer than that many seconds).
 set -euo pipefail
@@ -22,8 +22,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-redis_port=${REDIS_PORT:-16479}
-chat_port=${CHAT_PORT:-18181}
+redis_port=${REDIS_PORT:-$(free_port)}
+chat_port=${CHAT_PORT:-$(free_port)}
 admin_token=soak-admin-token-0123456789
 ports_free "$redis_port" "$chat_port"
 scratch

@@ -24,8 +24,8 @@
 # DB.BIN defaults to $GEOIP_BENCH_DB, else services/geoip/testdata/.cache/dbip-city-full.BIN
 # (`make geoip-bin` builds it from the shared DB-IP data). Environment: ROUNDS (6: each
 # server twice in each position), DURATION (10s, in seconds), WARMUP (the warm-up round's
-# wrk duration, 10s; 0s skips it), CONNS (64), THREADS (2), GEOIP_PORT (18311), FLOOR_PORT
-# (18312), FLOORH_PORT (18313), FIXED_IP (8.8.8.8).
+# wrk duration, 10s; 0s skips it), CONNS (64), THREADS (2), GEOIP_PORT, FLOOR_PORT
+# FLOORH_PORT (free ports unless set), FIXED_IP (8.8.8.8).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -37,9 +37,9 @@ rounds=${ROUNDS:-6}
 duration=${DURATION:-10s}
 conns=${CONNS:-64}
 threads=${THREADS:-2}
-geoip_port=${GEOIP_PORT:-18311}
-floor_port=${FLOOR_PORT:-18312}
-floorh_port=${FLOORH_PORT:-18313}
+geoip_port=${GEOIP_PORT:-$(free_port)}
+floor_port=${FLOOR_PORT:-$(free_port)}
+floorh_port=${FLOORH_PORT:-$(free_port)}
 fixed=${FIXED_IP:-8.8.8.8}
 warmup=${WARMUP:-10s}
 if [[ ! -f $db ]]; then

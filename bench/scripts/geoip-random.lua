@@ -16,16 +16,25 @@ function setup(thread)
 	thread:set("id", threads)
 end
 
+-- GEOIP_SEED (default 0) moves every thread's sequence: bench/scripts/geoip-peers.sh gives
+-- each round its own, the same for every server in it, so that a round does not ask again
+-- the addresses of the previous ones (a server would then answer them from its answer
+-- cache, which admits an address on its second miss).
+local seed = tonumber(os.getenv("GEOIP_SEED") or "0")
+
 function init(args)
-	math.randomseed(12345 + id * 7919)
+	math.randomseed(12345 + id * 7919 + seed * 104729)
 end
 
 local random = math.random
 local format = string.format
+-- The path of an address: geoip's by default; bench/scripts/geoip-peers.sh sets another
+-- for a peer (echoip's "/json?ip=%d.%d.%d.%d"), the addresses staying the same.
+local path = os.getenv("GEOIP_PATH_FORMAT") or "/%d.%d.%d.%d/json/"
 
 function request()
 	local a = random(1, 221)
 	if a >= 10 then a = a + 1 end
 	if a >= 127 then a = a + 1 end
-	return wrk.format(nil, format("/%d.%d.%d.%d/json/", a, random(0, 255), random(0, 255), random(0, 255)))
+	return wrk.format(nil, format(path, a, random(0, 255), random(0, 255), random(0, 255)))
 end

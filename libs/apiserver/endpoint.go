@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/apistack/platform/libs/apiserver/internal/fieldmem"
 	"github.com/apistack/platform/libs/apiserver/internal/schema"
 )
 
@@ -424,11 +424,11 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context, literal gin.Params) {
 	}
 	if ep.resp != nil {
 		// Read in place: the result stays on the stack unless its Body is to be encoded.
-		if ep.respondWith(c, unsafe.Pointer(&out), cl.vals[:0]) {
+		if ep.respondWith(c, fieldmem.Of(&out), cl.vals[:0]) {
 			return
 		}
 		typed := out
-		body := reflect.NewAt(ep.resp.body, unsafe.Add(unsafe.Pointer(&typed), ep.resp.bodyOff)).Elem()
+		body := fieldmem.Of(&typed).At(ep.resp.bodyOff).Value(ep.resp.body)
 		// A copy that is not addressable: what json.Marshal(body) would see.
 		ep.writeBody(c, c.Writer.Status(), reflect.ValueOf(body.Interface()))
 		return

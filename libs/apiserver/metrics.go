@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
+	"github.com/apistack/platform/libs/apiserver/internal/fieldmem"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -59,16 +59,13 @@ type seriesSlot struct {
 // seriesOf returns the series and route label of a request that gin matched to route
 // (c.FullPath()); label maps a gin route to its label, "" when none matched.
 func (m *httpMetrics) seriesOf(route, method string, code int, label func(string) string) *seriesSlot {
-	var h uintptr
-	if len(route) > 0 { // the data of an empty string may be anywhere
-		h = uintptr(unsafe.Pointer(unsafe.StringData(route))) >> 4
-	}
+	h := fieldmem.DataAddr(route) >> 4
 	h ^= uintptr(code)*0x9e3779b1 ^ uintptr(len(method))
 	if len(method) > 0 {
 		h ^= uintptr(method[0]) << 7
 	}
 	slot := &m.recent[h%recentSeries]
-	if e := slot.Load(); e != nil && len(e.route) == len(route) && (len(route) == 0 || unsafe.StringData(e.route) == unsafe.StringData(route)) &&
+	if e := slot.Load(); e != nil && fieldmem.SameData(e.route, route) &&
 		e.code == code && e.method == method {
 		return e
 	}

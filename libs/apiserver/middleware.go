@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
+	"github.com/apistack/platform/libs/apiserver/internal/fieldmem"
 	"github.com/gin-gonic/gin"
 )
 
@@ -65,7 +65,7 @@ func headerValue(write func([]byte) []byte) []string {
 		buf [32]byte // a request id: 12 hex digits, '-', at most 13 base-36 digits
 	})
 	b := write(g.buf[:0])
-	g.val[0] = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	g.val[0] = fieldmem.String(b) // b is never written again
 	return g.val[:]
 }
 

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/apistack/platform/libs/apiserver/internal/fieldmem"
 	"github.com/apistack/platform/libs/apiserver/internal/schema"
 )
 
@@ -99,9 +99,7 @@ func newRespLayout(t reflect.Type) (*respLayout, error) {
 		if !f.IsExported() {
 			continue
 		}
-		switch f.Type.Kind() {
-		case reflect.String, reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Uint32:
-		default:
+		if !fieldmem.TextKind(f.Type.Kind()) {
 			return nil, fmt.Errorf("response header field %s: %s cannot be sent as a header (use a string or an integer)", f.Name, f.Type)
 		}
 		name := http.CanonicalHeaderKey(f.Tag.Get("header"))
@@ -150,40 +148,7 @@ func (f *respField) carriedBy(status, success int) bool {
 	return false
 }
 
-func (f *respField) text(p unsafe.Pointer) string {
-	p = unsafe.Add(p, f.off)
-	switch f.kind {
-	case reflect.String:
-		return *(*string)(p)
-	// int and uint are read at their own size: 4 bytes on 32-bit targets.
-	case reflect.Int:
-		return nonZeroInt(int64(*(*int)(p)))
-	case reflect.Int64:
-		return nonZeroInt(*(*int64)(p))
-	case reflect.Int32:
-		return nonZeroInt(int64(*(*int32)(p)))
-	case reflect.Uint:
-		if v := *(*uint)(p); v != 0 {
-			return strconv.FormatUint(uint64(v), 10)
-		}
-	case reflect.Uint64:
-		if v := *(*uint64)(p); v != 0 {
-			return strconv.FormatUint(v, 10)
-		}
-	case reflect.Uint32:
-		if v := *(*uint32)(p); v != 0 {
-			return strconv.FormatUint(uint64(v), 10)
-		}
-	}
-	return ""
-}
-
-func nonZeroInt(v int64) string {
-	if v == 0 {
-		return ""
-	}
-	return strconv.FormatInt(v, 10)
-}
+func (f *respField) text(p fieldmem.Ptr) string { return p.At(f.off).Text(f.kind) }
 
 // contentType returns a shared header value for ct: handlers send a few constant types, so
 // each endpoint keeps the values it has seen (at most 8) instead of allocating one per
@@ -228,9 +193,9 @@ func (l *respLayout) documented(ct string) bool {
 // It reports false when the body must be encoded from Body: the caller copies the result
 // for that, so the common case (Raw, no body) never moves it to the heap. The header values
 // go in vals (empty, with room the caller allocated) while they fit.
-func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer, vals []string) bool {
+func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p fieldmem.Ptr, vals []string) bool {
 	l := ep.resp
-	status := *(*int)(unsafe.Add(p, l.statusOff))
+	status := fieldmem.Get[int](p.At(l.statusOff))
 	if status == 0 {
 		status = ep.op.Status
 	}
@@ -239,7 +204,7 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer, va
 			Cause: fmt.Errorf("handler answered status %d, which %s %s does not document", status, ep.op.Method, ep.op.URL)})
 		return true
 	}
-	hp := unsafe.Add(p, l.headerOff)
+	hp := p.At(l.headerOff)
 	h := c.Writer.Header()
 	if l.etag >= 0 && status == ep.op.Status {
 		if tag := l.fields[l.etag].text(hp); tag != "" && ifNoneMatch(c.Request, tag) {
@@ -271,12 +236,12 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p unsafe.Pointer, va
 		c.Writer.WriteHeaderNow()
 		return true
 	}
-	raw := *(*[]byte)(unsafe.Add(p, l.rawOff))
+	raw := fieldmem.Get[[]byte](p.At(l.rawOff))
 	if raw == nil {
 		c.Status(status)
 		return false
 	}
-	ct := *(*string)(unsafe.Add(p, l.ctOff))
+	ct := fieldmem.Get[string](p.At(l.ctOff))
 	if ct == "" {
 		ct = jsonContentType[0]
 	}

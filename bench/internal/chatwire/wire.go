@@ -25,7 +25,17 @@ const (
 	TypeMessage  = "message"
 	TypePresence = "presence"
 	TypeError    = "error"
+	// TypeShieldMode: shield mode went on or off (Event.Shield).
+	TypeShieldMode = "shield_mode"
 )
+
+// Shield is a shield_mode event's change: Auto when the raid watch switched it.
+type Shield struct {
+	On    bool       `json:"on"`
+	Auto  bool       `json:"auto"`
+	Until *time.Time `json:"until,omitempty"`
+	At    time.Time  `json:"at"`
+}
 
 // User is the author of a message.
 type User struct {
@@ -54,6 +64,7 @@ type Event struct {
 	Code      string
 	ErrorText string
 	Message   *Message
+	Shield    *Shield
 }
 
 // wireEvent decodes every event type in one pass; "message" is an object in message
@@ -65,6 +76,7 @@ type wireEvent struct {
 	Count     int      `json:"count,omitempty"`
 	Code      string   `json:"code,omitempty"`
 	Message   *Message `json:"message,omitempty"`
+	Shield    *Shield  `json:"shield,omitempty"`
 }
 
 type errorEvent struct {
@@ -90,7 +102,7 @@ func ParseFrame(frame []byte, fn func(Event)) error {
 		default:
 			return fmt.Errorf("decode event %.80q: %w", line, err)
 		}
-		ev := Event{Type: w.Type, LastID: w.LastID, Recovered: w.Recovered, Count: w.Count, Code: w.Code}
+		ev := Event{Type: w.Type, LastID: w.LastID, Recovered: w.Recovered, Count: w.Count, Code: w.Code, Shield: w.Shield}
 		switch w.Type {
 		case TypeMessage:
 			if w.Message == nil {

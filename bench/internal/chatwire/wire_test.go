@@ -112,3 +112,19 @@ func FuzzParseFrame(f *testing.F) {
 		})
 	})
 }
+
+func TestParseFrameReadsShieldMode(t *testing.T) {
+	frame := `{"type":"shield_mode","channel":"raid","cursor":"12-1.0badf00d","shield":{"on":true,"auto":true,"until":"2026-01-02T03:09:05Z","by":{"id":"automod","name":"automod","role":"moderator"},"reason":"30 first-time chatters within 1m0s","at":"2026-01-02T03:04:05Z"}}
+{"type":"shield_mode","channel":"raid","cursor":"20-1.0badf00e","shield":{"on":false,"auto":true,"by":{"id":"automod","name":"automod","role":"moderator"},"at":"2026-01-02T03:09:06Z"}}`
+	var got []Event
+	if err := ParseFrame([]byte(frame), func(e Event) { got = append(got, e) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Type != TypeShieldMode || got[0].Shield == nil || !got[0].Shield.On || !got[0].Shield.Auto ||
+		got[0].Shield.Until == nil || !got[0].Shield.At.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Fatalf("on = %+v", got)
+	}
+	if got[1].Shield == nil || got[1].Shield.On || got[1].Shield.Until != nil {
+		t.Fatalf("off = %+v", got[1])
+	}
+}

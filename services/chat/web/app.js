@@ -14,7 +14,10 @@ const state = {
   timer: null,
   reqId: 0,
   stopped: false,
-  byId: new Map(), // message id -> <li>
+  byId: new Map(), // message id -> <li> (null once deleted)
+  msgs: new Map(), // message id -> the message shown (moderation.js acts on it)
+  me: null, // {id, name, role}: the signed-in user, role held in this channel
+  pending: [], // the sender's own held messages: {li, text}
   offerToken: true, // offer the token in the handshake (see protocols)
   signedIn: false, // the socket holds the token (a hello or ack named the user)
 };
@@ -31,6 +34,29 @@ function showError(text) {
 
 function token() {
   return sessionStorage.getItem("chat.token") || "";
+}
+
+// api calls the REST API with the page's token and returns the answer's
+// JSON (null when empty); a refusal throws an Error with the server's
+// message (apierr's, never internal detail).
+async function api(method, path, body) {
+  const headers = {};
+  if (token()) headers.Authorization = "Bearer " + token();
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(new URL("api/v1/" + path, base), init);
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch (e) {
+    data = null;
+  }
+  if (!res.ok) throw new Error((data && data.message) || String(res.status));
+  return data;
 }
 
 // isJWT tells a platform token (a JWT: three base64url parts) from a chat
@@ -56,26 +82,33 @@ function tellEmbedder(msg) {
 }
 
 // showMe asks the server who the token is (GET /users/me) and shows the
-// name and role.
+// name and role; the role in the channel decides what moderation.js
+// builds. An answer for another channel or token than the current ones
+// (the user switched meanwhile) is dropped.
 async function showMe() {
   const t = token();
+  const channel = state.channel;
   if (!t) {
+    state.me = null;
     $("who").textContent = "";
+    moderation.setRole(null);
     return;
   }
   try {
-    const u = new URL("api/v1/users/me", base);
-    u.searchParams.set("channel", state.channel);
-    const res = await fetch(u, { headers: { Authorization: "Bearer " + t } });
-    const body = await res.json();
-    if (!res.ok) throw new Error(body.message || String(res.status));
+    const body = await api("GET", "users/me?channel=" + encodeURIComponent(channel));
+    if (token() !== t || state.channel !== channel) return;
     // The role in this channel: the higher of the platform-wide one and
     // the one given here.
     const role = body.channel ? body.channel.role : body.role;
-    $("who").textContent = "as " + body.name + " (" + role + " in #" + state.channel + ")";
-    tellEmbedder({ type: "chat-signed-in", user: { id: body.id, name: body.name, role, channel: state.channel } });
+    state.me = { id: body.id, name: body.name, role };
+    $("who").textContent = "as " + body.name + " (" + role + " in #" + channel + ")";
+    moderation.setRole(role);
+    tellEmbedder({ type: "chat-signed-in", user: { id: body.id, name: body.name, role, channel } });
   } catch (e) {
+    if (token() !== t || state.channel !== channel) return;
+    state.me = null;
     $("who").textContent = "";
+    moderation.setRole(null);
     showError("sign-in failed: " + e.message);
   }
 }
@@ -130,6 +163,9 @@ function render(m) {
   text.className = "text";
   text.textContent = m.text;
   li.append(time, user, role, text);
+  state.msgs.set(m.id, m);
+  moderation.decorate(li, m);
+  if (state.me && m.user.id === state.me.id) settlePending(m.text);
   const list = $("messages");
   let before = null;
   for (let el = list.lastElementChild; el; el = el.previousElementSibling) {
@@ -145,6 +181,41 @@ function remove(id) {
   const li = state.byId.get(id);
   if (li) li.remove();
   state.byId.set(id, null); // remember: a late history page must not bring it back
+  state.msgs.delete(id);
+}
+
+// pending shows the sender's own message held for review (the ack's
+// held): only they see it, until it is approved (the message arrives,
+// settlePending) or expires unreviewed (a denial is not announced).
+function pending(h) {
+  const li = document.createElement("li");
+  li.className = "pending";
+  const user = document.createElement("span");
+  user.className = "user";
+  user.textContent = h.user.name;
+  const text = document.createElement("span");
+  text.className = "text";
+  text.textContent = h.text;
+  const note = document.createElement("span");
+  note.className = "note";
+  note.textContent = "waiting for review";
+  li.append(user, text, note);
+  $("messages").append(li);
+  const p = { li, text: h.text };
+  state.pending.push(p);
+  const left = Date.parse(h.expires_at) - Date.now();
+  if (left > 0) setTimeout(() => dropPending(p), Math.min(left, 2 ** 31 - 1));
+  scrollDown();
+}
+
+function settlePending(text) {
+  const p = state.pending.find((p) => p.text === text);
+  if (p) dropPending(p);
+}
+
+function dropPending(p) {
+  p.li.remove();
+  state.pending = state.pending.filter((q) => q !== p);
 }
 
 function notice(text) {
@@ -163,6 +234,8 @@ function scrollDown() {
 function clearMessages() {
   $("messages").replaceChildren();
   state.byId.clear();
+  state.msgs.clear();
+  state.pending = [];
 }
 
 // loadHistory fetches the messages up to the subscription's start; live
@@ -207,12 +280,23 @@ function handle(ev) {
       break;
     case "message_deleted":
       remove(ev.message.id);
+      moderation.logChanged();
       break;
     case "user_timed_out":
       notice(ev.moderation.user.name + " was timed out by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
+      if (state.me && ev.moderation.user.id === state.me.id && ev.moderation.until) {
+        showError("you are timed out until " + new Date(ev.moderation.until).toLocaleTimeString());
+      }
+      moderation.logChanged();
       break;
     case "user_banned":
       notice(ev.moderation.user.name + " was banned by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
+      if (state.me && ev.moderation.user.id === state.me.id) showError("you are banned from #" + state.channel);
+      moderation.logChanged();
+      break;
+    case "shield_mode":
+      notice("shield mode " + (ev.shield.on ? "on" : "off") + " (" + ev.shield.by.name + (ev.shield.reason ? ": " + ev.shield.reason : "") + ")");
+      moderation.shieldChanged(ev.shield);
       break;
     case "presence":
       $("presence").textContent = ev.count + " online";
@@ -220,7 +304,14 @@ function handle(ev) {
     case "ack":
       if (ev.user) {
         state.signedIn = true;
-        $("who").textContent = "as " + ev.user.name + " (" + ev.user.role + ")";
+        // The ack names the platform-wide role; the one shown is the
+        // role in this channel (showMe).
+        if (!state.me || state.me.id !== ev.user.id) showMe();
+      }
+      if (ev.held) {
+        pending(ev.held);
+        $("message").value = "";
+        showError("");
       }
       if (ev.message) {
         render(ev.message);
@@ -283,7 +374,9 @@ function connect() {
       // The platform token expired unrefreshed: read on without it until
       // the embedding site hands over a fresh one.
       sessionStorage.removeItem("chat.token");
+      state.me = null;
       $("who").textContent = "";
+      moderation.setRole(null);
       showError("your session expired; sign in again");
       tellEmbedder({ type: "chat-token-expired" });
     }
@@ -311,6 +404,7 @@ function join(channel) {
     old.close(1000, "switching channel");
   }
   state.backoff = 500;
+  moderation.channelChanged();
   connect();
   showMe(); // the role shown is the one held in this channel
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// FS holds index.html, app.js and style.css.
+// FS holds index.html, app.js, moderation.js and style.css.
 //
-//go:embed index.html app.js style.css
+//go:embed index.html app.js moderation.js style.css
 var FS embed.FS
 
 // csp lets the page load only its own files and open WebSockets to where it
@@ -52,6 +52,7 @@ func Mount(e *gin.Engine, opts Options) {
 	}
 	e.Match(getHead, "/", serve(page, "text/html; charset=utf-8", csp+ancestors))
 	e.Match(getHead, "/app.js", serve(read("app.js"), "text/javascript; charset=utf-8", ""))
+	e.Match(getHead, "/moderation.js", serve(read("moderation.js"), "text/javascript; charset=utf-8", ""))
 	e.Match(getHead, "/style.css", serve(read("style.css"), "text/css; charset=utf-8", ""))
 }
 

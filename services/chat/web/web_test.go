@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,6 +25,7 @@ func TestMountServesThePageAndItsAssets(t *testing.T) {
 	for _, c := range []struct{ path, ctype, body string }{
 		{"/", "text/html", "<html"},
 		{"/app.js", "text/javascript", "WebSocket"},
+		{"/moderation.js", "text/javascript", "setRole"},
 		{"/style.css", "text/css", "{"},
 	} {
 		resp, err := http.Get(srv.URL + c.path)
@@ -82,5 +85,29 @@ func TestEmbedOriginsMayFrameThePage(t *testing.T) {
 		if !strings.Contains(w.Body.String(), `<meta name="chat-embed-origins" `+tc.meta+`>`) {
 			t.Errorf("%v: page lacks the origins: %s", tc.origins, w.Body.String())
 		}
+	}
+}
+
+// TestPageInsertsNoMarkup: the page's scripts never parse text as HTML
+// (every server text goes in as text), and the page has no inline script
+// or event handler, which its Content-Security-Policy would block.
+func TestPageInsertsNoMarkup(t *testing.T) {
+	markup := regexp.MustCompile(`(innerHTML|outerHTML)\s*[:=]|insertAdjacentHTML|document\.write|createContextualFragment|\beval\(|new Function\(`)
+	for _, name := range []string{"app.js", "moderation.js"} {
+		b, err := fs.ReadFile(web.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := markup.Find(b); m != nil {
+			t.Errorf("%s inserts markup or runs text: %q", name, m)
+		}
+	}
+	page, err := fs.ReadFile(web.FS, "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := regexp.MustCompile(`(?i)\son[a-z]+\s*=|<script>|<script[^>]*>[^<]|javascript:|\sstyle\s*=`)
+	if m := inline.Find(page); m != nil {
+		t.Errorf("index.html has inline script or style: %q", m)
 	}
 }

@@ -44,21 +44,45 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 	return srv, nil
 }
 
+// engine is what openStore opened: the store, its feed for live delivery,
+// and the engine's own background work (nil for none), which runs for as
+// long as the process does, whether or not a hub serves sockets.
+type engine struct {
+	store  chat.Store
+	feed   chat.FeedSource
+	repair func(context.Context)
+}
+
 // openStore opens the engine: memory, or Redis on the process's client
 // (one server, Sentinel or Cluster, as REDIS_URL says). Live delivery
 // needs no pool of its own: it reads every channel through one Pub/Sub
-// connection and short non-blocking reads (internal/realtime/doc.go).
-func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (chat.Store, error) {
+// connection and short non-blocking reads (internal/realtime/doc.go). On
+// a Redis Cluster the engine repairs moderation events left pending
+// (internal/redisstore/pending.go).
+func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient) (engine, error) {
 	if rdb == nil {
-		return memory.New(cfg.History), nil
+		store := memory.New(cfg.History)
+		return engine{store: store, feed: store}, nil
 	}
 	store := redisstore.New(rdb, redisstore.Options{History: cfg.History})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("open redis engine: %w", err)
+		return engine{}, fmt.Errorf("open redis engine: %w", err)
 	}
-	return store, nil
+	return engine{store: store, feed: store, repair: store.RepairPending}, nil
+}
+
+// runUntilStopped runs fn in a goroutine until stop is called; stop waits
+// for it to return.
+func runUntilStopped(fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // serveHTTP declares the API (and live delivery) on the app's server and
@@ -72,7 +96,7 @@ func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error 
 	if app.Redis != nil {
 		opts.Presence = redispresence.New(app.Redis, "", 0)
 	}
-	if _, err := realtime.Mount(app.HTTP, app.Service, opts); err != nil {
+	if _, err := realtime.Mount(app.HTTP, app.Service, realtime.Sources{Feed: app.Feed, Users: app.Store}, opts); err != nil {
 		return fmt.Errorf("live delivery: %w", err)
 	}
 	web.Mount(app.HTTP.Instance(), web.Options{EmbedOrigins: app.Config.EmbedOrigins})

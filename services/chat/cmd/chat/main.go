@@ -72,17 +72,28 @@ type App struct {
 	// Redis is the one client of the process (nil with the memory
 	// engine): the store, the send limit, presence and the library's
 	// rate-limit counters share its pool. App closes it last.
-	Redis   redis.UniversalClient
-	Store   chat.Store
+	Redis redis.UniversalClient
+	Store chat.Store
+	// Feed tells live delivery what the store appended (the engine's own).
+	Feed    chat.FeedSource
 	Service *chat.Service
 	Admin   chat.User
 	HTTP    *apiserver.Server[chat.User] // cmd/chat/http.go
+
+	// stopRepair ends the engine's own background work and waits for it
+	// (nil when it has none; see openStore).
+	stopRepair func()
 }
 
-// Close stops the server (a no-op once it has stopped), then releases the
-// engine and the connection they ran on.
+// Close stops the server (a no-op once it has stopped) and the engine's
+// background work, then releases the engine and the connection they ran
+// on.
 func (a *App) Close() error {
-	errs := []error{a.HTTP.Stop(context.Background()), a.Store.Close()}
+	errs := []error{a.HTTP.Stop(context.Background())}
+	if a.stopRepair != nil {
+		a.stopRepair()
+	}
+	errs = append(errs, a.Store.Close())
 	if a.Redis != nil {
 		errs = append(errs, a.Redis.Close())
 	}
@@ -112,10 +123,16 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		}
 		closers = append(closers, app.Redis.Close)
 	}
-	if app.Store, err = openStore(ctx, cfg, app.Redis); err != nil {
+	eng, err := openStore(ctx, cfg, app.Redis)
+	if err != nil {
 		return nil, err
 	}
+	app.Store, app.Feed = eng.store, eng.feed
 	closers = append(closers, app.Store.Close)
+	if eng.repair != nil {
+		app.stopRepair = runUntilStopped(eng.repair)
+		closers = append(closers, func() error { app.stopRepair(); return nil })
+	}
 	identities, err := cfg.JWT.Verifier()
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)

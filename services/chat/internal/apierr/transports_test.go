@@ -89,7 +89,7 @@ func newRig(t *testing.T) *rig {
 	if _, err := httpapi.Register(srv, svc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := realtime.Mount(srv, svc, realtime.Options{Feed: mem, SendRate: 1000, SendBurst: 1000}); err != nil {
+	if _, err := realtime.Mount(srv, svc, realtime.Sources{Feed: mem, Users: store}, realtime.Options{SendRate: 1000, SendBurst: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Start(); err != nil {

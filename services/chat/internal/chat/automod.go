@@ -70,6 +70,9 @@ type PunishStep struct {
 	Until   *time.Time
 	Reason  string
 	Event   *Event
+	// Log is the filter hit's moderation log entry, recorded in
+	// Punish.Channel's log with the step (see Store.Punish).
+	Log *ModEntry
 }
 
 // Punishment is what Punish did.
@@ -115,6 +118,7 @@ func (s *Service) refuse(ctx context.Context, m Member, f *Filter, now time.Time
 	reason := fmt.Sprintf("automod: %s filter %s", f.Kind, f.ID)
 	switch f.Action {
 	case ActionBlock:
+		s.logModeration(ctx, filterHit(m, f, PunishStep{Reason: reason}, now))
 		return blocked
 	case ActionTimeout:
 		p.Ladder = []PunishStep{s.punishStep(m, p.InChannel, Penalty{Kind: PenaltyTimeout, Seconds: f.TimeoutSeconds}, reason, now)}
@@ -127,6 +131,10 @@ func (s *Service) refuse(ctx context.Context, m Member, f *Filter, now time.Time
 		}
 	default:
 		return fmt.Errorf("filter %s: action %q refuses nothing", f.ID, f.Action)
+	}
+	for i := range p.Ladder {
+		e := filterHit(m, f, p.Ladder[i], now)
+		p.Ladder[i].Log = &e
 	}
 	if err := s.claimChannel(ctx, channel); err != nil {
 		return err
@@ -171,4 +179,12 @@ func (s *Service) punishStep(m Member, inChannel bool, p Penalty, reason string,
 		st.Event.Moderation.Scope = ScopeChannel
 	}
 	return st
+}
+
+// filterHit is the moderation log entry of f's hit on m's message, with
+// what step did to m.
+func filterHit(m Member, f *Filter, step PunishStep, now time.Time) ModEntry {
+	e := modEntry(m.Channel, ModFilterHit, AutomodUser, refp(m.Ref()), step.Reason, now)
+	e.Rule, e.FilterAction, e.Penalty, e.Until = f.ID, f.Action, step.Penalty.Kind, step.Until
+	return e
 }

@@ -28,4 +28,5 @@ func TestRedisClusterEngine(t *testing.T) {
 	t.Run("TwoInstancesShareState", func(t *testing.T) { testTwoInstances(t, e) })
 	t.Run("ConcurrentCreatesMakeOneCommand", func(t *testing.T) { testConcurrentCreates(t, e) })
 	t.Run("RaidOnTwoReplicas", func(t *testing.T) { testRaidOnTwoReplicas(t, e) })
+	t.Run("ModLogOnTwoReplicas", func(t *testing.T) { testModLogOnTwoReplicas(t, e) })
 }

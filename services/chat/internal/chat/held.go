@@ -50,7 +50,13 @@ func (s *Service) hold(ctx context.Context, m Member, text, reason, filterID str
 	}
 	h := HeldMessage{Channel: channel, User: m.Ref(), Text: text, Reason: reason, FilterID: filterID,
 		CreatedAt: now, ExpiresAt: now.Add(HeldTTL)}
-	h, err := s.store.HoldMessage(ctx, h, MaxHeldPerChannel, w)
+	var log *ModEntry
+	if reason == HeldByFilter {
+		e := modEntry(channel, ModFilterHit, AutomodUser, refp(m.Ref()), "automod: held by filter "+filterID, now)
+		e.Rule, e.FilterAction = filterID, ActionHold
+		log = &e
+	}
+	h, err := s.store.HoldMessage(ctx, h, MaxHeldPerChannel, w, log)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: hold message: %w", err)
 	}
@@ -101,6 +107,9 @@ func (s *Service) ApproveHeld(ctx context.Context, actor User, channel string, i
 	if err := s.store.DropHeld(ctx, channel, id); err != nil && !errors.Is(err, ErrNotFound) {
 		s.log.WarnContext(ctx, "approved message stays in the review queue", "channel", channel, "held_id", id, "err", err)
 	}
+	e := modEntry(channel, ModHeldApprove, s.actorRef(ctx, actor, channel), refp(h.User), "", now)
+	e.HeldID, e.MessageID = id, m.ID
+	s.logModeration(ctx, e)
 	return m, nil
 }
 
@@ -113,8 +122,15 @@ func (s *Service) DenyHeld(ctx context.Context, actor User, channel string, id i
 	if err := s.requireHere(ctx, actor, channel, ActionReviewHeld); err != nil {
 		return err
 	}
+	h, herr := s.store.HeldMessage(ctx, channel, id, s.clock())
 	if err := s.store.DropHeld(ctx, channel, id); err != nil {
 		return fmt.Errorf("deny held %d: %w", id, err)
 	}
+	e := modEntry(channel, ModHeldDeny, s.actorRef(ctx, actor, channel), nil, "", s.clock())
+	e.HeldID = id
+	if herr == nil {
+		e.Target = refp(h.User)
+	}
+	s.logModeration(ctx, e)
 	return nil
 }

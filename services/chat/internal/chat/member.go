@@ -223,10 +223,25 @@ func (s *Service) SetChannelRole(ctx context.Context, actor User, channel, id st
 		}
 	}
 	if next != tm.Standing.Role {
-		if err := s.store.SetChannelRole(ctx, channel, id, tm.Standing.Role, next, s.limits.ChannelRoles); err != nil {
+		log := modEntry(channel, ModRoleSet, am.Ref(), refp(tm.Ref()), "", s.clock())
+		log.Role = next
+		if next == "" {
+			log.Action, log.Role = ModRoleRemove, tm.Standing.Role
+		}
+		if err := s.store.SetChannelRole(ctx, channel, id, tm.Standing.Role, next, s.limits.ChannelRoles, &log); err != nil {
 			return Member{}, fmt.Errorf("role of %s in %s: %w", id, channel, err)
 		}
 	}
 	tm.Standing.Role = next
 	return tm, nil
+}
+
+// actorRef is actor as moderation log entries show it: with its role in
+// channel (its platform-wide one when the standing cannot be read).
+func (s *Service) actorRef(ctx context.Context, actor User, channel string) UserRef {
+	m, err := s.Member(ctx, actor, channel)
+	if err != nil {
+		return actor.Ref()
+	}
+	return m.Ref()
 }

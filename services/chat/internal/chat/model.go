@@ -94,10 +94,15 @@ type Channel struct {
 	// first-time chatters within AutoShieldWindow turn the shield on (0:
 	// DefaultAutoShieldFirstChatters).
 	AutoShieldFirstChatters int `json:"auto_shield_first_chatters"`
+	// AutoShieldBlocked is the raid watch's other threshold: that many
+	// messages refused by filters within AutoShieldWindow turn the shield
+	// on (0: DefaultAutoShieldBlocked).
+	AutoShieldBlocked int `json:"auto_shield_blocked"`
 	// ShieldQuietSeconds is how long an automatic shield stays on after
 	// the last trip (0: DefaultShieldQuietSeconds).
 	ShieldQuietSeconds int `json:"shield_quiet_seconds"`
-	// ShieldUntil is the end of an automatic shield (nil or past: off).
+	// ShieldUntil is the end of an automatic shield (nil or past: off;
+	// past until its end is announced, Store.EndShield).
 	ShieldUntil *time.Time `json:"shield_until,omitempty"`
 }
 

@@ -215,6 +215,7 @@ func testChannelModes(t *testing.T, e engine) {
 	for _, p := range []chat.ChannelPatch{
 		{MinAccountAgeSeconds: ptr(-1)}, {MinAccountAgeSeconds: ptr(chat.MaxMinAccountAgeSeconds + 1)},
 		{AutoShieldFirstChatters: ptr(-1)}, {ShieldQuietSeconds: ptr(5)},
+		{AutoShieldBlocked: ptr(-1)}, {AutoShieldBlocked: ptr(chat.MaxAutoShieldBlocked + 1)},
 	} {
 		_, err := en.svc.UpdateChannel(en.ctx, mod, "general", p)
 		wantKind(t, err, chat.KindInvalid)
@@ -330,15 +331,34 @@ func testAutoShield(t *testing.T, e engine) {
 	if len(evs) != 1 || !evs[0].Shield.On || !evs[0].Shield.Auto || evs[0].Shield.By.ID != chat.AutomodUser.ID || evs[0].Shield.Until == nil {
 		t.Fatalf("shield events = %+v", evs)
 	}
-	// Off after the quiet period.
+	// Before the quiet period is over nothing ends; after, the end is
+	// announced once, however often it is asked for.
+	// (Each raider after the trip pushed the end on.)
+	last := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "general")).ShieldUntil
+	if until := must[time.Time](t)(en.svc.EndAutoShield(en.ctx, "general")); last == nil || !until.Equal(*last) || !until.After(*evs[0].Shield.Until) {
+		t.Fatalf("EndAutoShield before the end = %v, want %v, after %v", until, last, *evs[0].Shield.Until)
+	}
 	en.clock.Advance(chat.DefaultShieldQuietSeconds * time.Second)
 	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "general")); c.ShieldOn(en.clock.Now()) {
 		t.Fatalf("shield on after the quiet period: %+v", c)
 	}
+	for range 2 {
+		if until := must[time.Time](t)(en.svc.EndAutoShield(en.ctx, "general")); !until.IsZero() {
+			t.Fatalf("EndAutoShield after the end = %v", until)
+		}
+	}
+	evs = en.events("general")[chat.EventShieldMode]
+	if len(evs) != 2 || evs[1].Shield.On || !evs[1].Shield.Auto || evs[1].Shield.By.ID != chat.AutomodUser.ID {
+		t.Fatalf("shield events after the end = %+v", evs)
+	}
+	if n := autoShieldOffs(t, en, "general"); n != 1 {
+		t.Fatalf("%d automod shield_off entries in the moderation log after the end, want 1", n)
+	}
 
-	// A moderator's "off" ends it and keeps the watch quiet.
+	// A moderator's "off" ends it, and the raid watch does not overrule
+	// it within ShieldHoldOff, however many fresh accounts come.
 	patch(t, en, "other", chat.ChannelPatch{AutoShield: ptr(true), AutoShieldFirstChatters: ptr(3)})
-	more := raiders(en, "wave", 6)
+	more := raiders(en, "wave", 8)
 	for _, u := range more[:3] {
 		en.sendIn(u, "other", "wave") //nolint:errcheck // held or sent, the count is what matters
 	}
@@ -346,13 +366,95 @@ func testAutoShield(t *testing.T, e engine) {
 		t.Fatalf("threshold 3 did not trip: %+v", c)
 	}
 	patch(t, en, "other", chat.ChannelPatch{Shield: ptr(false)})
-	for _, u := range more[3:] {
+	en.clock.Advance(chat.ShieldHoldOff / 2)
+	for _, u := range more[3:7] {
 		if r := must[chat.SendResult](t)(en.sendIn(u, "other", "wave")); r.Held != nil {
 			t.Fatalf("held after a moderator's off: %+v", r)
 		}
 	}
 	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "other")); c.ShieldOn(en.clock.Now()) {
 		t.Fatalf("shield back on within the hold-off: %+v", c)
+	}
+	// The raid goes on past the hold-off: those who came after the off
+	// and one more are the threshold within a window, and it is back on.
+	en.clock.Advance(chat.ShieldHoldOff/2 + time.Second)
+	if _, err := en.sendIn(more[7], "other", "wave"); err != nil {
+		t.Fatal(err)
+	}
+	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "other")); !c.ShieldOn(en.clock.Now()) {
+		t.Fatalf("a raid that went on past the hold-off did not switch shield back on: %+v", c)
+	}
+	evs = en.events("other")[chat.EventShieldMode]
+	if len(evs) != 3 || !evs[0].Shield.Auto || evs[1].Shield.On || evs[1].Shield.Auto || !evs[2].Shield.On || !evs[2].Shield.Auto {
+		t.Fatalf("shield events in other = %+v", evs)
+	}
+}
+
+// testAutoShieldBlocked: messages refused by filters are the raid
+// watch's other count (auto_shield_blocked); regulars trip it too, and
+// held messages do not count. An automatic end that no replica announced
+// is announced by the next send.
+func testAutoShieldBlocked(t *testing.T, e engine) {
+	en := newEnv(t, e, 1000, true)
+	mod := en.users[chat.RoleModerator]
+	regulars := raiders(en, "regular", 3)
+	for _, u := range regulars {
+		if _, err := en.sendIn(u, "spammed", "hello"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Channel: "spammed", Kind: chat.FilterBlockedTerm, Pattern: "spam", Action: chat.ActionBlock}))
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Channel: "spammed", Kind: chat.FilterBlockedTerm, Pattern: "later", Action: chat.ActionHold}))
+	c := patch(t, en, "spammed", chat.ChannelPatch{AutoShield: ptr(true), AutoShieldBlocked: ptr(3)})
+	if c.AutoShieldBlocked != 3 {
+		t.Fatalf("auto_shield_blocked = %d", c.AutoShieldBlocked)
+	}
+	for _, u := range regulars {
+		r := must[chat.SendResult](t)(en.sendIn(u, "spammed", "later"))
+		if r.Held == nil {
+			t.Fatalf("not held: %+v", r)
+		}
+	}
+	for i := range 3 {
+		if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); c.ShieldOn(en.clock.Now()) {
+			t.Fatalf("shield on after %d blocked messages", i)
+		}
+		_, err := en.sendIn(regulars[i%2], "spammed", fmt.Sprintf("spam %d", i))
+		wantKind(t, err, chat.KindBlocked)
+		en.clock.Advance(time.Second)
+	}
+	c = must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed"))
+	if !c.ShieldOn(en.clock.Now()) {
+		t.Fatalf("3 blocked messages within a minute did not trip: %+v", c)
+	}
+	evs := en.events("spammed")[chat.EventShieldMode]
+	if len(evs) != 1 || !evs[0].Shield.Auto || !strings.Contains(evs[0].Shield.Reason, "blocked") {
+		t.Fatalf("shield events = %+v", evs)
+	}
+	// Quiet: the next send (by a regular, who meets the modes) finds the
+	// shield over and announces it.
+	en.clock.Advance(chat.DefaultShieldQuietSeconds * time.Second)
+	if _, err := en.sendIn(regulars[2], "spammed", "calm again"); err != nil {
+		t.Fatal(err)
+	}
+	if evs := en.events("spammed")[chat.EventShieldMode]; len(evs) != 2 || evs[1].Shield.On {
+		t.Fatalf("shield events after the quiet period = %+v", evs)
+	}
+
+	// The default: DefaultAutoShieldBlocked refused messages within a
+	// minute, and not one fewer.
+	patch(t, en, "spammed", chat.ChannelPatch{AutoShieldBlocked: ptr(0)})
+	en.clock.Advance(chat.AutoShieldWindow)
+	for i := range chat.DefaultAutoShieldBlocked {
+		if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); c.ShieldOn(en.clock.Now()) {
+			t.Fatalf("shield on after %d blocked messages", i)
+		}
+		_, err := en.sendIn(regulars[i%3], "spammed", fmt.Sprintf("spam again %d", i))
+		wantKind(t, err, chat.KindBlocked)
+		en.clock.Advance(time.Second)
+	}
+	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); !c.ShieldOn(en.clock.Now()) {
+		t.Fatalf("%d blocked messages within a minute did not trip: %+v", chat.DefaultAutoShieldBlocked, c)
 	}
 }
 
@@ -400,6 +502,44 @@ func testRaidOnTwoReplicas(t *testing.T, e engine) {
 	if len(hs) != held || len(ms) != sent || held+sent != len(rs) {
 		t.Fatalf("held %d (queue %d), sent %d (stored %d) of %d", held, len(hs), sent, len(ms), len(rs))
 	}
+	// Both replicas end the shield at once when it is due: one end.
+	en.clock.Advance(chat.DefaultShieldQuietSeconds * time.Second)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := svcs[i%2].EndAutoShield(en.ctx, "general"); err != nil {
+				t.Errorf("end shield: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if evs := en.events("general")[chat.EventShieldMode]; len(evs) != 2 || evs[1].Shield.On {
+		t.Fatalf("shield events after the end on two replicas = %+v", evs)
+	}
+	if n := autoShieldOffs(t, en, "general"); n != 1 {
+		t.Fatalf("%d automod shield_off entries after the end on two replicas, want 1", n)
+	}
+
+	// Blocked messages on both replicas at once: counted together, one
+	// activation.
+	must[chat.Filter](t)(en.svc.CreateFilter(en.ctx, mod, chat.FilterInput{Channel: "blocked", Kind: chat.FilterBlockedTerm, Pattern: "junk", Action: chat.ActionBlock}))
+	patch(t, en, "blocked", chat.ChannelPatch{AutoShield: ptr(true), AutoShieldBlocked: ptr(10)})
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := svcs[i%2].Send(en.ctx, chat.Held(rs[i]), chat.SendInput{Channel: "blocked", Message: "junk"})
+			if chat.KindOf(err) != chat.KindBlocked {
+				t.Errorf("blocked send %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if evs := en.events("blocked")[chat.EventShieldMode]; len(evs) != 1 || !evs[0].Shield.On {
+		t.Fatalf("%d shield activations from blocked messages, want 1: %+v", len(evs), evs)
+	}
+
 	// One user's strikes from both replicas at once: one per message.
 	s := en.newUser("striker", chat.RoleViewer)
 	const hits = 3
@@ -428,4 +568,18 @@ func testRaidOnTwoReplicas(t *testing.T, e engine) {
 	if !seen[1] {
 		t.Fatalf("strikes %v: the first is missing", seen)
 	}
+}
+
+// autoShieldOffs counts the raid watch's shield_off entries in a
+// channel's moderation log.
+func autoShieldOffs(t *testing.T, en *env, channel string) int {
+	t.Helper()
+	page := must[chat.ModLogPage](t)(en.svc.ModLog(en.ctx, en.users[chat.RoleBroadcaster], channel, chat.MaxModLogLimit, ""))
+	n := 0
+	for _, e := range page.Entries {
+		if e.Action == chat.ModShieldOff && e.Actor.ID == chat.AutomodUser.ID && e.Rule == chat.RuleRaidWatch {
+			n++
+		}
+	}
+	return n
 }

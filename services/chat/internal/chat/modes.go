@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -20,16 +21,26 @@ const (
 	ShieldMinAccountAgeSeconds = 3600
 	// ShieldFirstMessageReview: shield mode holds every first message.
 
-	// The raid watch (auto_shield): DefaultAutoShieldFirstChatters users
-	// who never sent in the channel, sending within AutoShieldWindow,
-	// turn shield mode on for DefaultShieldQuietSeconds after the last
-	// such trip. 40 fresh accounts within 10 s trip it at the 30th.
+	// The raid watch (auto_shield) has two triggers, counted in the
+	// store so that every replica counts together:
+	// DefaultAutoShieldFirstChatters users who never sent in the channel,
+	// or DefaultAutoShieldBlocked messages refused by a filter, within
+	// AutoShieldWindow, turn shield mode on for DefaultShieldQuietSeconds
+	// after the last trip; then it goes off by itself, announced. 40 fresh
+	// accounts within 10 s trip it at the 30th.
 	AutoShieldWindow               = time.Minute
 	DefaultAutoShieldFirstChatters = 30
 	MaxAutoShieldFirstChatters     = 10000
+	DefaultAutoShieldBlocked       = 30
+	MaxAutoShieldBlocked           = 10000
 	DefaultShieldQuietSeconds      = 300
 	MinShieldQuietSeconds          = 60
 	MaxShieldQuietSeconds          = 24 * 3600
+	// ShieldHoldOff is how long a moderator's "off" keeps the raid watch
+	// from switching shield mode back on: the counts start again at the
+	// off, and a raid that goes on (the threshold reached again by what
+	// came after the off) switches it on once this has passed.
+	ShieldHoldOff = AutoShieldWindow
 )
 
 // Modes are the checks a send meets in a channel, with shield mode's
@@ -69,8 +80,15 @@ func (c Channel) firstChatters() int {
 	return DefaultAutoShieldFirstChatters
 }
 
-// shieldQuiet is how long an automatic shield lasts after its last trip,
-// and how long a moderator's "off" keeps the raid watch from tripping.
+// blockedThreshold is the raid watch's threshold of refused messages.
+func (c Channel) blockedThreshold() int {
+	if c.AutoShieldBlocked > 0 {
+		return c.AutoShieldBlocked
+	}
+	return DefaultAutoShieldBlocked
+}
+
+// shieldQuiet is how long an automatic shield lasts after its last trip.
 func (c Channel) shieldQuiet() time.Duration {
 	if c.ShieldQuietSeconds > 0 {
 		return time.Duration(c.ShieldQuietSeconds) * time.Second
@@ -88,16 +106,20 @@ type Watch struct {
 	Raid *Raid
 }
 
-// Raid is the raid watch's count of one first-time chatter: when
-// Threshold distinct ones came within AutoShieldWindow of Now, and shield
-// mode is not on automatically already nor held off by a moderator, the
-// engine turns it on until Now+Quiet and appends Event (shield_mode) in
-// the same step. Counted in the store, so every replica counts together.
+// Raid is the raid watch's count of one first-time chatter (Watch) or one
+// refused message (Store.CountBlocked): when Threshold of them came
+// within AutoShieldWindow of Now (distinct users for chatters), and
+// shield mode is not held off by a moderator (ShieldHoldOff), the engine
+// turns it on until Now+Quiet and, unless it was on automatically
+// already, appends Event (shield_mode) in the same step. Counted in the
+// store, so every replica counts together.
 type Raid struct {
 	Now       time.Time
 	Threshold int
 	Quiet     time.Duration
 	Event     Event
+	// Log is the shield_on entry recorded with Event.
+	Log ModEntry
 }
 
 // ShieldChange is the payload of a shield_mode event.
@@ -118,19 +140,85 @@ func raidFor(c Channel, channel string, now time.Time) *Raid {
 	if !c.AutoShield {
 		return nil
 	}
+	return shieldTrip(c, channel, now, c.firstChatters(),
+		fmt.Sprintf("%d first-time chatters within %s", c.firstChatters(), AutoShieldWindow))
+}
+
+// blockedFor returns the raid watch's count for a message a filter
+// refused in c, or nil when the channel has no auto_shield.
+func blockedFor(c Channel, channel string, now time.Time) *Raid {
+	if !c.AutoShield {
+		return nil
+	}
+	return shieldTrip(c, channel, now, c.blockedThreshold(),
+		fmt.Sprintf("%d messages blocked by filters within %s", c.blockedThreshold(), AutoShieldWindow))
+}
+
+func shieldTrip(c Channel, channel string, now time.Time, threshold int, reason string) *Raid {
 	until := now.Add(c.shieldQuiet())
-	reason := fmt.Sprintf("%d first-time chatters within %s", c.firstChatters(), AutoShieldWindow)
-	return &Raid{Now: now, Threshold: c.firstChatters(), Quiet: c.shieldQuiet(),
+	log := modEntry(channel, ModShieldOn, AutomodUser, nil, reason, now)
+	log.Rule, log.Until = RuleRaidWatch, &until
+	return &Raid{Now: now, Threshold: threshold, Quiet: c.shieldQuiet(),
 		Event: Event{Type: EventShieldMode, Channel: channel,
-			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}}}
+			Shield: &ShieldChange{On: true, Auto: true, Until: &until, By: AutomodUser, Reason: reason, At: now}},
+		Log: log}
 }
 
 // ShieldSwitch is a moderator switching shield mode (Store.SwitchShield):
 // the channel's Shield is set to On; switching off also ends an automatic
-// shield and keeps the raid watch from tripping until HoldOff. Event is
-// appended in the same step.
+// shield, forgets the raid watch's counts and keeps it from tripping until
+// HoldOff. Event is appended in the same step.
 type ShieldSwitch struct {
 	On      bool
 	HoldOff time.Time
 	Event   Event
+	// Log is the switch's moderation log entry, recorded with Event.
+	Log ModEntry
+}
+
+// ShieldEnd is the end of an automatic shield (Store.EndShield): at or
+// after Now, the engine forgets the shield and, unless a moderator's
+// shield is on (then nothing changes for the channel's readers), appends
+// Event (shield_mode, on false) in the same step, once however many
+// replicas ask.
+type ShieldEnd struct {
+	Now   time.Time
+	Event Event
+	// Log is the automod's shield_off entry, recorded with Event.
+	Log ModEntry
+}
+
+// EndAutoShield ends the channel's automatic shield if its quiet period is
+// over, announcing it (shield_mode, on false, auto), and returns the end
+// of an automatic shield still on (zero when none is). Replicas call it
+// when an automatic shield they know of is due (live delivery's rooms),
+// and a send that finds one overdue does: the off is announced once.
+func (s *Service) EndAutoShield(ctx context.Context, channel string) (time.Time, error) {
+	channel, err := NormalizeChannel(channel)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.clock()
+	ev := Event{Type: EventShieldMode, Channel: channel,
+		Shield: &ShieldChange{On: false, Auto: true, By: AutomodUser, Reason: "quiet period over", At: now}}
+	log := modEntry(channel, ModShieldOff, AutomodUser, nil, "quiet period over", now)
+	log.Rule = RuleRaidWatch
+	until, err := s.store.EndShield(ctx, channel, ShieldEnd{Now: now, Event: ev, Log: log})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("channel %s: end shield: %w", channel, err)
+	}
+	return until, nil
+}
+
+// countBlocked tells the raid watch of a message a filter refused in the
+// member's channel (an auto_shield channel); a failure is logged, not
+// returned: the refusal stands either way.
+func (s *Service) countBlocked(ctx context.Context, m Member, c Channel, now time.Time) {
+	r := blockedFor(c, m.Channel, now)
+	if r == nil {
+		return
+	}
+	if err := s.store.CountBlocked(ctx, m.Channel, *r); err != nil {
+		s.log.WarnContext(ctx, "raid watch: count a blocked message", "channel", m.Channel, "err", err)
+	}
 }

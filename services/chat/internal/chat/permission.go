@@ -28,6 +28,8 @@ const (
 	ActionNameBroadcaster Action = "name_channel_broadcaster"
 	ActionBypassChatModes Action = "bypass_chat_modes"
 	ActionReviewHeld      Action = "review_held_messages"
+	ActionReadModLog      Action = "read_moderation_log"
+	ActionPurgeMessages   Action = "purge_messages"
 )
 
 // Target says whether an action on another user also needs the actor to
@@ -82,6 +84,8 @@ var PermissionTable = []Permission{
 	{ActionManageChannel, RoleModerator, TargetNone, InChannel, "Change channel settings: slow mode, the modes, shield mode on or off"},
 	{ActionReviewHeld, RoleModerator, TargetNone, InChannel, "List the review queue, approve and deny held messages"},
 	{ActionDeleteMessages, RoleModerator, TargetBelow, InChannel, "Delete messages (tombstone); own messages and bot replies too"},
+	{ActionReadModLog, RoleModerator, TargetNone, InChannel, "Read the channel's moderation log (`/channels/{channel}/modlog`) and a user's recent messages there (`/channels/{channel}/users/{id}/messages`)"},
+	{ActionPurgeMessages, RoleModerator, TargetBelow, InChannel, "Purge a user's recent messages in the channel (`/channels/{channel}/users/{id}/purge`)"},
 	{ActionTimeoutUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Time users out (1 s to 14 days)"},
 	{ActionBanUsers, RoleModerator, TargetBelow, InChannelOrPlatform, "Ban and unban users"},
 	{ActionListUsers, RoleModerator, TargetNone, InChannelOrPlatform, "List users and read any user"},

@@ -61,7 +61,7 @@ func (s *Service) Bootstrap(ctx context.Context, token string) (User, error) {
 				return u, nil
 			}
 			r := RoleBroadcaster
-			u, err = s.store.UpdateUser(ctx, u.ID, u.Role, UserPatch{Role: &r}, nil)
+			u, err = s.store.UpdateUser(ctx, u.ID, u.Role, UserPatch{Role: &r}, nil, nil)
 			if errors.Is(err, ErrConflict) {
 				continue // changed meanwhile; look again
 			}

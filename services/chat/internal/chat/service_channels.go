@@ -14,6 +14,7 @@ type ChannelPatch struct {
 	Shield                  *bool `json:"shield,omitempty"`
 	AutoShield              *bool `json:"auto_shield,omitempty"`
 	AutoShieldFirstChatters *int  `json:"auto_shield_first_chatters,omitempty"`
+	AutoShieldBlocked       *int  `json:"auto_shield_blocked,omitempty"`
 	ShieldQuietSeconds      *int  `json:"shield_quiet_seconds,omitempty"`
 }
 
@@ -35,8 +36,9 @@ func (s *Service) Channel(ctx context.Context, actor *User, name string) (Channe
 
 // UpdateChannel changes a channel's settings (moderators). Switching
 // shield mode is announced in the channel (shield_mode); switching it off
-// also ends an automatic shield and keeps the raid watch quiet for the
-// channel's quiet period: the moderator's word wins.
+// also ends an automatic shield, and the moderator's word wins: the raid
+// watch counts again from the off and cannot switch it back on within
+// ShieldHoldOff, only after, if the raid goes on.
 func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p ChannelPatch) (Channel, error) {
 	name, err := NormalizeChannel(name)
 	if err != nil {
@@ -72,6 +74,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 	setInt(&c.SlowModeSeconds, p.SlowModeSeconds, "slow_mode_seconds", 0, MaxSlowModeSeconds)
 	setInt(&c.MinAccountAgeSeconds, p.MinAccountAgeSeconds, "min_account_age_seconds", 0, MaxMinAccountAgeSeconds)
 	setInt(&c.AutoShieldFirstChatters, p.AutoShieldFirstChatters, "auto_shield_first_chatters", 0, MaxAutoShieldFirstChatters)
+	setInt(&c.AutoShieldBlocked, p.AutoShieldBlocked, "auto_shield_blocked", 0, MaxAutoShieldBlocked)
 	if p.ShieldQuietSeconds != nil && *p.ShieldQuietSeconds != 0 {
 		setInt(&c.ShieldQuietSeconds, p.ShieldQuietSeconds, "shield_quiet_seconds", MinShieldQuietSeconds, MaxShieldQuietSeconds)
 	} else if p.ShieldQuietSeconds != nil {
@@ -91,10 +94,15 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 	}
 	if p.Shield != nil {
 		now := s.clock()
+		by := s.actorRef(ctx, actor, name)
 		sw := ShieldSwitch{On: *p.Shield, Event: Event{Type: EventShieldMode, Channel: name,
-			Shield: &ShieldChange{On: *p.Shield, By: actor.Ref(), At: now}}}
+			Shield: &ShieldChange{On: *p.Shield, By: actor.Ref(), At: now}},
+			Log: modEntry(name, ModShieldOff, by, nil, "", now)}
+		if sw.On {
+			sw.Log.Action = ModShieldOn
+		}
 		if !sw.On {
-			sw.HoldOff = now.Add(c.shieldQuiet())
+			sw.HoldOff = now.Add(ShieldHoldOff)
 		}
 		if err := s.store.SwitchShield(ctx, name, sw); err != nil {
 			return Channel{}, fmt.Errorf("channel %s: shield: %w", name, err)

@@ -156,12 +156,26 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if checkModes && !st.Chatter {
 		watch.Raid = raidFor(st.Channel, channel, now)
 	}
+	// An automatic shield whose quiet period is over but whose end no
+	// replica announced yet (none has readers of the channel) is ended
+	// by the first send that sees it: one more round trip, once.
+	if checkModes && st.Channel.ShieldUntil != nil && !st.Channel.ShieldUntil.After(now) {
+		if _, err := s.EndAutoShield(ctx, channel); err != nil {
+			s.log.WarnContext(ctx, "raid watch: end an automatic shield", "channel", channel, "err", err)
+		}
+	}
 	out := applyFilters(text, role, s.compiledFilters(ctx, st.Filters, st.ChannelFilters))
 	if f := out.blocked; f != nil {
 		if f.Action == ActionHold {
 			return s.hold(ctx, member, text, HeldByFilter, f.ID, now, watch)
 		}
-		return SendResult{}, s.refuse(ctx, member, f, now)
+		err := s.refuse(ctx, member, f, now)
+		if checkModes && KindOf(err) == KindBlocked {
+			// Refusals are the raid watch's other count: spam that
+			// filters catch is a raid as much as fresh accounts are.
+			s.countBlocked(ctx, member, st.Channel, now)
+		}
+		return SendResult{}, err
 	}
 	if checkModes && modes.UniqueChat {
 		if st.UniqueErr != nil {
@@ -399,7 +413,15 @@ func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string,
 			return Message{}, err
 		}
 	}
-	t, err := s.store.DeleteMessage(ctx, channel, id, s.clock())
+	// Deleting one's own message is not moderation: no log entry.
+	now := s.clock()
+	var log *ModEntry
+	if m.User.ID != actor.ID || m.Bot {
+		e := modEntry(channel, ModDelete, am.Ref(), refp(m.User), "", now)
+		e.MessageID = id
+		log = &e
+	}
+	t, err := s.store.DeleteMessage(ctx, channel, id, now, log)
 	if err != nil {
 		return Message{}, fmt.Errorf("delete message %d: %w", id, err)
 	}

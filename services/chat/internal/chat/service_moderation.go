@@ -109,8 +109,16 @@ func (m moderation) event(typ EventType, reason string, until *time.Time, at tim
 	return &Event{Type: typ, Channel: m.announce, Moderation: mod}
 }
 
+// log is the moderation log entry of action a, in the announcing channel.
+func (m moderation) log(a ModAction, reason string, at time.Time) ModEntry {
+	return modEntry(m.announce, a, m.actor.Ref(), refp(m.target.Ref()), reason, at)
+}
+
 // apply stores the change: in the channel's standing, or on the user.
-func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch, ev *Event) (Member, error) {
+//
+// log is recorded in the announcing channel's moderation log in the same
+// step.
+func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch, ev *Event, log ModEntry) (Member, error) {
 	t := m.target
 	if t.Channel != "" {
 		st := t.Standing
@@ -123,13 +131,13 @@ func (s *Service) applyModeration(ctx context.Context, m moderation, p UserPatch
 		if p.ModReason != nil {
 			st.ModReason = *p.ModReason
 		}
-		if err := s.store.SetModeration(ctx, t.Channel, t.User.ID, st, ev); err != nil {
+		if err := s.store.SetModeration(ctx, t.Channel, t.User.ID, st, ev, &log); err != nil {
 			return Member{}, err
 		}
 		t.Standing = st
 		return t, nil
 	}
-	u, err := s.store.UpdateUser(ctx, t.User.ID, t.User.Role, p, ev)
+	u, err := s.store.UpdateUser(ctx, t.User.ID, t.User.Role, p, ev, &log)
 	if err != nil {
 		return Member{}, err
 	}
@@ -162,7 +170,9 @@ func (s *Service) Timeout(ctx context.Context, actor User, id string, in Timeout
 	untilp := &until
 	reason := strings.TrimSpace(in.Reason)
 	ev := m.event(EventUserTimedOut, reason, untilp, now)
-	out, err := s.applyModeration(ctx, m, UserPatch{TimedOutUntil: &untilp, ModReason: &reason}, ev)
+	log := m.log(ModTimeout, reason, now)
+	log.Until = untilp
+	out, err := s.applyModeration(ctx, m, UserPatch{TimedOutUntil: &untilp, ModReason: &reason}, ev, log)
 	if err != nil {
 		return Member{}, fmt.Errorf("timeout %s: %w", id, err)
 	}
@@ -186,8 +196,9 @@ func (s *Service) Ban(ctx context.Context, actor User, id string, in BanInput) (
 	reason := strings.TrimSpace(in.Reason)
 	banned := true
 	var none *time.Time
-	ev := m.event(EventUserBanned, reason, nil, s.clock())
-	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &reason}, ev)
+	now := s.clock()
+	ev := m.event(EventUserBanned, reason, nil, now)
+	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &reason}, ev, m.log(ModBan, reason, now))
 	if err != nil {
 		return Member{}, fmt.Errorf("ban %s: %w", id, err)
 	}
@@ -208,7 +219,7 @@ func (s *Service) Unban(ctx context.Context, actor User, id, channel string) (Me
 	banned := false
 	var none *time.Time
 	empty := ""
-	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &empty}, nil)
+	out, err := s.applyModeration(ctx, m, UserPatch{Banned: &banned, TimedOutUntil: &none, ModReason: &empty}, nil, m.log(ModUnban, "", s.clock()))
 	if err != nil {
 		return Member{}, fmt.Errorf("unban %s: %w", id, err)
 	}

@@ -121,7 +121,7 @@ func (s *Service) SetRole(ctx context.Context, actor User, id string, role Role)
 	if !actor.Role.Above(role) {
 		return User{}, Forbidden(fmt.Sprintf("a %s cannot grant the %s role", actor.Role, role))
 	}
-	u, err := s.store.UpdateUser(ctx, id, t.Role, UserPatch{Role: &role}, nil)
+	u, err := s.store.UpdateUser(ctx, id, t.Role, UserPatch{Role: &role}, nil, nil)
 	if err != nil {
 		return User{}, fmt.Errorf("set role of %s: %w", id, err)
 	}

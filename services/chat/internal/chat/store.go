@@ -35,9 +35,22 @@ type Store interface {
 	// Message returns one message (NotFound if unknown or trimmed).
 	Message(ctx context.Context, channel string, id int64) (Message, error)
 	// DeleteMessage replaces a message by its tombstone and appends a
-	// message_deleted event. Deleting a tombstone again changes nothing and
-	// appends nothing.
-	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (Message, error)
+	// message_deleted event and, when log is not nil, records log in the
+	// channel's moderation log, at once. Deleting a tombstone again
+	// changes nothing, appends and records nothing.
+	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time, log *ModEntry) (Message, error)
+
+	// AppendModLog records e in e.Channel's moderation log, giving it the
+	// next id at or after e.At, and forgets the channel's entries older
+	// than ModLogWindow before e.At or past MaxModLogPerChannel, at once.
+	// The writes that carry a *ModEntry (DeleteMessage, SetModeration,
+	// SetChannelRole, Punish's steps, the raid watch, SwitchShield) record
+	// it the same way in their own step.
+	AppendModLog(ctx context.Context, e ModEntry) error
+	// ModLog returns up to limit entries of channel's moderation log,
+	// newest first, strictly older than before (nil: from the newest),
+	// none older than ModLogWindow before now.
+	ModLog(ctx context.Context, channel string, before *ModID, limit int, now time.Time) ([]ModEntry, error)
 
 	// Punish applies a filter hit's consequence (see Punish) in one step:
 	// with p.Strike it counts a strike of p.User in p.Channel, forgetting
@@ -49,8 +62,9 @@ type Store interface {
 
 	// HoldMessage assigns the next held id of h.Channel and keeps h until
 	// h.ExpiresAt, unless max held messages of the channel are waiting
-	// (LimitReached(QuotaHeld, max)), and runs w's raid watch, at once.
-	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch) (HeldMessage, error)
+	// (LimitReached(QuotaHeld, max)), runs w's raid watch and, when log is
+	// not nil, records it with HeldID set to the new id, at once.
+	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch, log *ModEntry) (HeldMessage, error)
 	// HeldMessages returns the channel's held messages not expired at
 	// now, oldest first.
 	HeldMessages(ctx context.Context, channel string, now time.Time) ([]HeldMessage, error)
@@ -59,9 +73,17 @@ type Store interface {
 	// DropHeld removes one (NotFound when it is not there).
 	DropHeld(ctx context.Context, channel string, id int64) error
 	// SwitchShield sets the channel's Shield to sw.On, and switching off
-	// ends an automatic shield and keeps the raid watch from tripping
-	// until sw.HoldOff; sw.Event is appended in the same step.
+	// ends an automatic shield, forgets the raid watch's counts and keeps
+	// it from tripping until sw.HoldOff; sw.Event is appended in the same
+	// step.
 	SwitchShield(ctx context.Context, channel string, sw ShieldSwitch) error
+	// CountBlocked counts a message a filter refused in channel for the
+	// raid watch (see Raid), which may turn shield mode on, at once.
+	CountBlocked(ctx context.Context, channel string, r Raid) error
+	// EndShield ends the channel's automatic shield if its end is at or
+	// before e.Now (see ShieldEnd) and returns the end of one still on
+	// (zero when none is).
+	EndShield(ctx context.Context, channel string, e ShieldEnd) (time.Time, error)
 
 	// ClaimChannel records that the channel exists before anything is
 	// written to it: claiming a claimed channel succeeds; a new one fails
@@ -89,8 +111,11 @@ type Store interface {
 	Users(ctx context.Context) ([]User, error)
 	// UpdateUser applies p if the user still holds ifRole (Conflict
 	// otherwise, so a check made on a stale role is never acted on) and, when
-	// ev is not nil, appends ev to ev.Channel's log in the same step.
-	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event) (User, error)
+	// ev is not nil, appends ev to ev.Channel's log, and when log is not nil
+	// records it in log.Channel's moderation log (ev.Channel's, when both),
+	// in the same step (on a Redis Cluster: the user's change and a pending
+	// entry, appended to the channel once, see redisstore/pending.go).
+	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event, log *ModEntry) (User, error)
 	// DeleteUser removes the user and its token if it still holds ifRole.
 	DeleteUser(ctx context.Context, id string, ifRole Role) error
 
@@ -106,12 +131,14 @@ type Store interface {
 	// back when role is "", if its role there is still ifRole ("" for
 	// none; Conflict otherwise). Giving a role to one more user when max
 	// (> 0) users hold one there is LimitReached(QuotaChannelRoles, max),
-	// checked atomically with the write.
-	SetChannelRole(ctx context.Context, channel, id string, ifRole, role Role, max int) error
+	// checked atomically with the write, as is recording log (when not
+	// nil) in the channel's moderation log.
+	SetChannelRole(ctx context.Context, channel, id string, ifRole, role Role, max int, log *ModEntry) error
 	// SetModeration replaces the ban, timeout and reason of id's standing
 	// in channel with m's (its Role is ignored) and, when ev is not nil,
-	// appends ev to channel's log in the same step.
-	SetModeration(ctx context.Context, channel, id string, m Standing, ev *Event) error
+	// appends ev to channel's log, and when log is not nil records it in
+	// the channel's moderation log, in the same step.
+	SetModeration(ctx context.Context, channel, id string, m Standing, ev *Event, log *ModEntry) error
 
 	// Commands and filters live in a scope: "" is platform-wide, a channel
 	// name is that channel's own. Each scope has its own names, triggers,

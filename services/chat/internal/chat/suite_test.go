@@ -151,6 +151,7 @@ func TestRedisEngine(t *testing.T) {
 	t.Run("ConcurrentCreatesMakeOneCommand", func(t *testing.T) { testConcurrentCreates(t, redisEngine(srv)) })
 	t.Run("StoppedRedisIsUnavailable", func(t *testing.T) { testUnavailable(t) })
 	t.Run("RaidOnTwoReplicas", func(t *testing.T) { testRaidOnTwoReplicas(t, redisEngine(srv)) })
+	t.Run("ModLogOnTwoReplicas", func(t *testing.T) { testModLogOnTwoReplicas(t, redisEngine(srv)) })
 }
 
 func runSuite(t *testing.T, e engine) {
@@ -195,6 +196,10 @@ func runSuite(t *testing.T, e engine) {
 		{"Hold", testHold},
 		{"ChannelModes", testChannelModes},
 		{"AutoShield", testAutoShield},
+		{"AutoShieldBlocked", testAutoShieldBlocked},
+		{"ModLog", testModLog},
+		{"ModLogBound", testModLogBound},
+		{"UserMessagesAndPurge", testUserMessagesAndPurge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, e) })

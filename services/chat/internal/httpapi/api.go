@@ -91,6 +91,7 @@ func Register(srv *apiserver.Server[chat.User], svc *chat.Service) (*API, error)
 	a.registerUsers(srv)
 	a.registerFilters(srv)
 	a.registerChannels(srv)
+	a.registerModLog(srv)
 	a.registerPermissions(srv)
 	return a, nil
 }

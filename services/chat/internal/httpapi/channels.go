@@ -19,9 +19,10 @@ type ChannelPatchBody struct {
 	FirstMessageReview      *bool `json:"first_message_review,omitempty" doc:"Hold a sender's first message in the channel for review"`
 	MinAccountAgeSeconds    *int  `json:"min_account_age_seconds,omitempty" minimum:"0" maximum:"7776000" doc:"Accounts younger than this may not send; 0 is off"`
 	UniqueChat              *bool `json:"unique_chat,omitempty" doc:"Refuse the same text from the same sender within 30 s"`
-	Shield                  *bool `json:"shield,omitempty" doc:"Switch shield mode on or off (announced as a shield_mode event); off also ends an automatic shield and keeps the raid watch quiet for shield_quiet_seconds"`
-	AutoShield              *bool `json:"auto_shield,omitempty" doc:"The raid watch: turn shield mode on by itself when first-time chatters flood in"`
+	Shield                  *bool `json:"shield,omitempty" doc:"Switch shield mode on or off (announced as a shield_mode event); off also ends an automatic shield, and the raid watch counts again from the off and cannot switch it back on for a minute"`
+	AutoShield              *bool `json:"auto_shield,omitempty" doc:"The raid watch: turn shield mode on by itself when first-time chatters or messages blocked by filters flood in"`
 	AutoShieldFirstChatters *int  `json:"auto_shield_first_chatters,omitempty" minimum:"0" maximum:"10000" doc:"First-time chatters per minute that trip the raid watch (0: the default, 30)"`
+	AutoShieldBlocked       *int  `json:"auto_shield_blocked,omitempty" minimum:"0" maximum:"10000" doc:"Messages refused by filters per minute that trip the raid watch (0: the default, 30)"`
 	ShieldQuietSeconds      *int  `json:"shield_quiet_seconds,omitempty" minimum:"0" maximum:"86400" doc:"60..86400 seconds an automatic shield lasts after the last trip (0: the default, 300)"`
 }
 
@@ -73,7 +74,10 @@ func (a *API) registerChannels(srv *apiserver.Server[chat.User]) {
 			"same text from the same sender within 30 s (429 `unique_chat`). Shield mode (`shield`) is a preset on top: slow mode " +
 			"at least 10 s, first-message review, accounts at least an hour old. With `auto_shield`, the raid watch turns shield " +
 			"mode on by itself when `auto_shield_first_chatters` (default 30) senders never seen in the channel send within a " +
-			"minute, for `shield_quiet_seconds` (default 300) after the last trip; each switch is a `shield_mode` event on the socket.",
+			"minute, or `auto_shield_blocked` (default 30) messages are refused by filters (422) within a minute, and off again " +
+			"`shield_quiet_seconds` (default 300) after the last trip; each switch, the automatic off included, is a `shield_mode` " +
+			"event on the socket. A moderator's `shield: false` wins: the raid watch counts again from it and cannot switch shield " +
+			"mode back on within a minute, only after, if the threshold is reached again by what came after the off.",
 	}, chat.ActionManageChannel, map[int]string{http.StatusConflict: "A new channel past `CHAT_MAX_CHANNELS` (`reason: limit`, `limit`)"}), a.updateChannel)
 
 	apiserver.Register(srv, writeOp(apiserver.Operation{
@@ -223,7 +227,8 @@ func (a *API) updateChannel(c *apiserver.Context[chat.User], in *UpdateChannelIn
 	b := in.Body
 	ch, err := a.svc.UpdateChannel(c.Request.Context(), actor, in.Channel, chat.ChannelPatch{SlowModeSeconds: b.SlowModeSeconds,
 		FirstMessageReview: b.FirstMessageReview, MinAccountAgeSeconds: b.MinAccountAgeSeconds, UniqueChat: b.UniqueChat,
-		Shield: b.Shield, AutoShield: b.AutoShield, AutoShieldFirstChatters: b.AutoShieldFirstChatters, ShieldQuietSeconds: b.ShieldQuietSeconds})
+		Shield: b.Shield, AutoShield: b.AutoShield, AutoShieldFirstChatters: b.AutoShieldFirstChatters,
+		AutoShieldBlocked: b.AutoShieldBlocked, ShieldQuietSeconds: b.ShieldQuietSeconds})
 	if err != nil {
 		return Channel{}, StatusError(renameField(err, "channel", "params.channel"), inBody)
 	}

@@ -64,6 +64,9 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"get", "/api/v1/channels/{channel}/held", false, "200 400 403"},
 		{"post", "/api/v1/channels/{channel}/held/{id}/approve", false, "201 403 404 409"},
 		{"delete", "/api/v1/channels/{channel}/held/{id}", false, "204 403 404"},
+		{"get", "/api/v1/channels/{channel}/modlog", false, "200 400 403"},
+		{"get", "/api/v1/channels/{channel}/users/{id}/messages", false, "200 400 403"},
+		{"post", "/api/v1/channels/{channel}/users/{id}/purge", false, "200 400 403 404"},
 		{"get", "/api/v1/permissions", true, "200"},
 	}
 	n := 0

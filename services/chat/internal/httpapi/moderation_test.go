@@ -81,8 +81,8 @@ func TestModerationOverHTTP(t *testing.T) {
 		// Modes.
 		var ch httpapi.Channel
 		s.must(200, "PATCH", "/api/v1/channels/modes", mod, map[string]any{"min_account_age_seconds": 3600, "unique_chat": true,
-			"first_message_review": true, "auto_shield": true, "auto_shield_first_chatters": 50, "shield_quiet_seconds": 120}, &ch)
-		if ch.MinAccountAgeSeconds != 3600 || !ch.UniqueChat || !ch.FirstMessageReview || !ch.AutoShield || ch.AutoShieldFirstChatters != 50 || ch.ShieldQuietSeconds != 120 || ch.ShieldActive {
+			"first_message_review": true, "auto_shield": true, "auto_shield_first_chatters": 50, "auto_shield_blocked": 40, "shield_quiet_seconds": 120}, &ch)
+		if ch.MinAccountAgeSeconds != 3600 || !ch.UniqueChat || !ch.FirstMessageReview || !ch.AutoShield || ch.AutoShieldFirstChatters != 50 || ch.AutoShieldBlocked != 40 || ch.ShieldQuietSeconds != 120 || ch.ShieldActive {
 			t.Fatalf("patched = %+v", ch)
 		}
 		var got httpapi.Channel
@@ -91,6 +91,7 @@ func TestModerationOverHTTP(t *testing.T) {
 			t.Fatalf("read back %+v, want %+v", got, ch)
 		}
 		errorBody(t, s.call("PATCH", "/api/v1/channels/modes", mod, map[string]any{"shield_quiet_seconds": 10}), 400)
+		errorBody(t, s.call("PATCH", "/api/v1/channels/modes", mod, map[string]any{"auto_shield_blocked": 10001}), 400)
 		errorBody(t, s.call("PATCH", "/api/v1/channels/modes", viewer, map[string]any{"shield": true}), 403)
 		_, fresh := s.user(chat.RoleViewer)
 		b = errorBody(t, send(fresh, "modes", "hi"), 403)

@@ -205,15 +205,17 @@ type Channel struct {
 	Shield                  bool       `json:"shield" doc:"Shield mode switched on by a moderator"`
 	ShieldActive            bool       `json:"shield_active" doc:"Shield mode is in force now (switched on, or by the raid watch until shield_until): slow mode at least 10 s, first-message review, accounts at least an hour old"`
 	ShieldUntil             *time.Time `json:"shield_until,omitempty" doc:"End of an automatic shield, unless the raid watch trips again"`
-	AutoShield              bool       `json:"auto_shield" doc:"The raid watch: auto_shield_first_chatters senders never seen in the channel within a minute turn shield mode on for shield_quiet_seconds"`
-	AutoShieldFirstChatters int        `json:"auto_shield_first_chatters" doc:"The raid watch's threshold per minute (0: the default, 30)"`
-	ShieldQuietSeconds      int        `json:"shield_quiet_seconds" doc:"How long an automatic shield lasts after the last trip, and how long a moderator's off keeps the watch quiet (0: the default, 300)"`
+	AutoShield              bool       `json:"auto_shield" doc:"The raid watch: auto_shield_first_chatters senders never seen in the channel, or auto_shield_blocked messages refused by filters, within a minute turn shield mode on until shield_quiet_seconds after the last trip"`
+	AutoShieldFirstChatters int        `json:"auto_shield_first_chatters" doc:"The raid watch's threshold of first-time chatters per minute (0: the default, 30)"`
+	AutoShieldBlocked       int        `json:"auto_shield_blocked" doc:"The raid watch's threshold of messages refused by filters per minute (0: the default, 30)"`
+	ShieldQuietSeconds      int        `json:"shield_quiet_seconds" doc:"How long an automatic shield lasts after the last trip (0: the default, 300); its end is a shield_mode event"`
 }
 
 func channelOf(c chat.Channel, now time.Time) Channel {
 	out := Channel{Name: c.Name, SlowModeSeconds: c.SlowModeSeconds, FirstMessageReview: c.FirstMessageReview,
 		MinAccountAgeSeconds: c.MinAccountAgeSeconds, UniqueChat: c.UniqueChat, Shield: c.Shield, ShieldActive: c.ShieldOn(now),
-		AutoShield: c.AutoShield, AutoShieldFirstChatters: c.AutoShieldFirstChatters, ShieldQuietSeconds: c.ShieldQuietSeconds}
+		AutoShield: c.AutoShield, AutoShieldFirstChatters: c.AutoShieldFirstChatters,
+		AutoShieldBlocked: c.AutoShieldBlocked, ShieldQuietSeconds: c.ShieldQuietSeconds}
 	if c.ShieldUntil != nil && c.ShieldUntil.After(now) {
 		out.ShieldUntil = c.ShieldUntil
 	}

@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
+	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
 // memFeed is one subscriber of the store's appends. Its fields are guarded
 // by the store's mutex, which also orders the notices of a channel.
 type memFeed struct {
 	s       *Store
-	fn      func(feed.Notice)
+	fn      func(chat.Notice)
 	watched map[string]int
 }
 
-// Subscribe implements feed.Source: fn is called under the store's lock
+// Subscribe implements chat.FeedSource: fn is called under the store's lock
 // for every event appended to a watched channel, in the channel's order.
-func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
+func (s *Store) Subscribe(fn func(chat.Notice)) (chat.Feed, error) {
 	if fn == nil {
 		return nil, errors.New("memory: a notice handler is required")
 	}
@@ -28,7 +28,7 @@ func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
 	return f, nil
 }
 
-// Watch implements feed.Feed. The watch is active at once; the notice
+// Watch implements chat.Feed. The watch is active at once; the notice
 // without an event follows in the same call.
 func (f *memFeed) Watch(_ context.Context, channel string) error {
 	f.s.mu.Lock()
@@ -37,11 +37,11 @@ func (f *memFeed) Watch(_ context.Context, channel string) error {
 		return errors.New("memory: feed closed")
 	}
 	f.watched[channel]++
-	f.fn(feed.Notice{Channel: channel})
+	f.fn(chat.Notice{Channel: channel})
 	return nil
 }
 
-// Unwatch implements feed.Feed.
+// Unwatch implements chat.Feed.
 func (f *memFeed) Unwatch(_ context.Context, channel string) error {
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()
@@ -51,7 +51,7 @@ func (f *memFeed) Unwatch(_ context.Context, channel string) error {
 	return nil
 }
 
-// Close implements feed.Feed.
+// Close implements chat.Feed.
 func (f *memFeed) Close() error {
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()
@@ -60,7 +60,7 @@ func (f *memFeed) Close() error {
 }
 
 // revoke tells every feed to close a user's sockets (caller holds mu).
-func (s *Store) revoke(n feed.Notice) {
+func (s *Store) revoke(n chat.Notice) {
 	for f := range s.feeds {
 		f.fn(n)
 	}

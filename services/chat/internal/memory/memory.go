@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 var (
-	_ chat.Store  = (*Store)(nil)
-	_ feed.Source = (*Store)(nil)
+	_ chat.Store      = (*Store)(nil)
+	_ chat.FeedSource = (*Store)(nil)
 )
 
 type channel struct {
@@ -38,10 +37,12 @@ type channel struct {
 	wake chan struct{}
 
 	// chatters have sent in the channel; raid holds the first-time
-	// chatters the raid watch counted, by when; shieldOff is until when a
+	// chatters the raid watch counted, by when, and blocked when the
+	// refused messages it counted came; shieldOff is until when a
 	// moderator keeps it from tripping.
 	chatters  map[string]struct{}
 	raid      map[string]time.Time
+	blocked   []time.Time
 	shieldOff time.Time
 	// held is the review queue, by id.
 	held    map[int64]chat.HeldMessage
@@ -76,6 +77,8 @@ type Store struct {
 	once map[onceKey]*onceRecord
 	// strikes counts strikes by channel and user (chat.Punish).
 	strikes map[onceKey]strikes
+	// modlogs holds each channel's moderation log (modlog.go).
+	modlogs map[string]*modLog
 	// born is closed and replaced when a channel is created, waking the
 	// readers waiting on a channel that did not exist yet.
 	born  chan struct{}
@@ -179,7 +182,7 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 	for f := range s.feeds {
 		if f.watched[ev.Channel] > 0 {
 			e := ev
-			f.fn(feed.Notice{Channel: ev.Channel, Prev: prev, Event: &e})
+			f.fn(chat.Notice{Channel: ev.Channel, Prev: prev, Event: &e})
 		}
 	}
 	return ev
@@ -306,7 +309,7 @@ func (s *Store) Message(_ context.Context, name string, id int64) (chat.Message,
 }
 
 // DeleteMessage implements chat.Store.
-func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time) (chat.Message, error) {
+func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.Time, log *chat.ModEntry) (chat.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.channels[name]
@@ -327,6 +330,7 @@ func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.
 	c.log[i].Message = &t
 	t2 := t
 	s.append(c, chat.Event{Type: chat.EventMessageDeleted, Channel: name, Message: &t2})
+	s.recordModp(log)
 	return t, nil
 }
 
@@ -537,7 +541,7 @@ func (s *Store) Users(_ context.Context) ([]chat.User, error) {
 }
 
 // UpdateUser implements chat.Store.
-func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event, log *chat.ModEntry) (chat.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.users[id]
@@ -563,8 +567,9 @@ func (s *Store) UpdateUser(_ context.Context, id string, ifRole chat.Role, p cha
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	if p.Banned != nil && *p.Banned {
-		s.revoke(feed.Notice{Revoke: feed.Banned, User: id})
+		s.revoke(chat.Notice{Revoke: chat.RevokeBanned, User: id})
 	}
 	return u, nil
 }
@@ -584,7 +589,7 @@ func (s *Store) DeleteUser(_ context.Context, id string, ifRole chat.Role) error
 	delete(s.names, strings.ToLower(u.Name))
 	delete(s.tokens, u.TokenHash)
 	delete(s.sends, id)
-	s.revoke(feed.Notice{Revoke: feed.Deleted, User: id})
+	s.revoke(chat.Notice{Revoke: chat.RevokeDeleted, User: id})
 	return nil
 }
 
@@ -821,7 +826,7 @@ func (s *Store) ChannelRoles(_ context.Context, channel string) (map[string]chat
 }
 
 // SetChannelRole implements chat.Store.
-func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int) error {
+func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, role chat.Role, max int, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sts := s.standings[channel]
@@ -842,11 +847,12 @@ func (s *Store) SetChannelRole(_ context.Context, channel, id string, ifRole, ro
 	}
 	st.Role = role
 	s.putStanding(channel, id, st)
+	s.recordModp(log)
 	return nil
 }
 
 // SetModeration implements chat.Store.
-func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Standing, ev *chat.Event, log *chat.ModEntry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.standings[channel][id]
@@ -855,6 +861,7 @@ func (s *Store) SetModeration(_ context.Context, channel, id string, m chat.Stan
 	if ev != nil {
 		s.append(s.channel(ev.Channel), *ev)
 	}
+	s.recordModp(log)
 	return nil
 }
 
@@ -1051,8 +1058,9 @@ func (s *Store) Punish(_ context.Context, p chat.Punish) (chat.Punishment, error
 	if step.Event != nil {
 		s.append(s.channel(step.Event.Channel), *step.Event)
 	}
+	s.recordModp(step.Log)
 	if step.Penalty.Kind == chat.PenaltyBan && !p.InChannel {
-		s.revoke(feed.Notice{Revoke: feed.Banned, User: u.ID})
+		s.revoke(chat.Notice{Revoke: chat.RevokeBanned, User: u.ID})
 	}
 	out.User = u
 	return out, nil
@@ -1072,7 +1080,16 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 		}
 	}
 	c.raid[w.Chatter] = r.Now
-	if len(c.raid) < r.Threshold || c.shieldOff.After(r.Now) {
+	if len(c.raid) >= r.Threshold {
+		s.tripShield(c, *r)
+	}
+}
+
+// tripShield turns the automatic shield on (or keeps it on) until
+// r.Now+r.Quiet unless a moderator holds the watch off, announcing it
+// when it was not on already; the caller holds mu.
+func (s *Store) tripShield(c *channel, r chat.Raid) {
+	if c.shieldOff.After(r.Now) {
 		return
 	}
 	was := c.settings.ShieldUntil
@@ -1080,11 +1097,54 @@ func (s *Store) watchRaid(c *channel, w chat.Watch) {
 	c.settings.ShieldUntil = &until
 	if was == nil || !was.After(r.Now) {
 		s.append(c, r.Event)
+		s.recordMod(r.Log)
 	}
 }
 
+// CountBlocked implements chat.Store: the times of the refused messages
+// of the last window, at most the threshold's newest.
+func (s *Store) CountBlocked(_ context.Context, name string, r chat.Raid) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channel(name)
+	since := r.Now.Add(-chat.AutoShieldWindow)
+	kept := c.blocked[:0]
+	for _, at := range c.blocked {
+		if at.After(since) {
+			kept = append(kept, at)
+		}
+	}
+	c.blocked = append(kept, r.Now)
+	if over := len(c.blocked) - r.Threshold; over > 0 {
+		c.blocked = append(c.blocked[:0], c.blocked[over:]...)
+	}
+	if len(c.blocked) >= r.Threshold {
+		s.tripShield(c, r)
+	}
+	return nil
+}
+
+// EndShield implements chat.Store.
+func (s *Store) EndShield(_ context.Context, name string, e chat.ShieldEnd) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.channels[name]
+	if !ok || c.settings.ShieldUntil == nil {
+		return time.Time{}, nil
+	}
+	if until := *c.settings.ShieldUntil; until.After(e.Now) {
+		return until, nil
+	}
+	c.settings.ShieldUntil = nil
+	if !c.settings.Shield {
+		s.append(c, e.Event)
+		s.recordMod(e.Log)
+	}
+	return time.Time{}, nil
+}
+
 // HoldMessage implements chat.Store.
-func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channel(h.Channel)
@@ -1096,6 +1156,11 @@ func (s *Store) HoldMessage(_ context.Context, h chat.HeldMessage, max int, w ch
 	h.ID = c.heldSeq
 	c.held[h.ID] = h
 	s.watchRaid(c, w)
+	if log != nil {
+		e := *log
+		e.HeldID = h.ID
+		s.recordMod(e)
+	}
 	return h, nil
 }
 
@@ -1160,7 +1225,9 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		c.settings.ShieldUntil = nil
 		c.shieldOff = sw.HoldOff
 		clear(c.raid)
+		c.blocked = c.blocked[:0]
 	}
 	s.append(c, sw.Event)
+	s.recordMod(sw.Log)
 	return nil
 }

@@ -19,7 +19,7 @@ func TestTrimKeepsEventsAfterTheCut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.DeleteMessage(ctx, "c", 3, time.Now()); err != nil {
+	if _, err := s.DeleteMessage(ctx, "c", 3, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	c := s.channels["c"]
@@ -41,7 +41,7 @@ func TestEarlierEventsDoNotChangeAfterDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs, _ := s.ReadEvents(ctx, "c", chat.Cursor{}, 10, 0)
-	if _, err := s.DeleteMessage(ctx, "c", 1, time.Now()); err != nil {
+	if _, err := s.DeleteMessage(ctx, "c", 1, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if evs[0].Message.Text != "hello" || evs[0].Message.Deleted {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/memory"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // testRoom is a started room at pos with subscribers a and b, over log.
@@ -25,10 +24,10 @@ func testRoom(t *testing.T, log chat.EventLog, pos chat.Cursor) (*room, *conn, *
 	return r, a, b
 }
 
-func notices(evs []chat.Event, prev chat.Cursor) []feed.Notice {
-	out := make([]feed.Notice, len(evs))
+func notices(evs []chat.Event, prev chat.Cursor) []chat.Notice {
+	out := make([]chat.Notice, len(evs))
 	for i := range evs {
-		out[i] = feed.Notice{Channel: "c", Prev: prev, Event: &evs[i]}
+		out[i] = chat.Notice{Channel: "c", Prev: prev, Event: &evs[i]}
 		prev = evs[i].Cursor
 	}
 	return out
@@ -111,7 +110,7 @@ func TestGapInNoticesIsFilledFromTheLog(t *testing.T) {
 	ns := notices(all, chat.Cursor{})
 	// Notices of 2 and 3 are lost; 4 arrives, then 5 and 6 (already read
 	// by then), and a notice without an event.
-	for _, n := range append(ns[3:], feed.Notice{Channel: "c"}) {
+	for _, n := range append(ns[3:], chat.Notice{Channel: "c"}) {
 		r.deliver(n)
 	}
 	var got []chat.Cursor
@@ -146,7 +145,7 @@ func TestChain(t *testing.T) {
 	if got, gap := chain(ns[1:], chat.Cursor{}); len(got) != 0 || !gap {
 		t.Fatalf("missing first: %v, gap %v", got, gap)
 	}
-	if _, gap := chain([]feed.Notice{{Channel: "c"}}, chat.Cursor{}); !gap {
+	if _, gap := chain([]chat.Notice{{Channel: "c"}}, chat.Cursor{}); !gap {
 		t.Fatal("a notice without an event must read the log")
 	}
 }
@@ -172,7 +171,7 @@ func (s slowHead) Head(ctx context.Context, channel string) (chat.Cursor, error)
 func TestRoomBeingJoinedIsNotStoppedAsIdle(t *testing.T) {
 	store := slowHead{Store: memory.New(10), release: make(chan struct{})}
 	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: slog.New(slog.DiscardHandler)})
-	h, err := NewHub(svc, Options{RoomLinger: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	h, err := NewHub(svc, Sources{Feed: store, Users: store}, Options{RoomLinger: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

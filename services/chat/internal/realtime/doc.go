@@ -7,7 +7,7 @@
 // Every channel's events live in its log (chat.EventLog: one Redis Stream
 // per channel, or the memory engine's log); the log is the record that
 // recovery (since=), history and ordering rest on. A replica learns that a
-// log grew from the engine's feed (package feed): every script that appends
+// log grew from the engine's feed (chat.FeedSource, which cmd/chat hands the hub): every script that appends
 // to a channel's stream also publishes the new entry, prefixed by the id of
 // the entry before it, on the channel's "live" shard channel (SPUBLISH, in
 // the channel's hash slot). Each replica holds ONE Pub/Sub connection per
@@ -137,6 +137,7 @@ const Protocol = "`GET /api/v1/ws?channel=<name>&since=<cursor>` upgrades to a W
 	"| `message` | `channel`, `cursor`, `message` {`id`, `channel`, `user`{`id`,`name`,`role`}, `text`, `created_at`, `bot`} (`bot:true` marks a command reply) |\n" +
 	"| `message_deleted` | `channel`, `cursor`, `message` (the tombstone: `deleted:true`, empty `text`) |\n" +
 	"| `user_timed_out`, `user_banned` | `channel`, `cursor`, `moderation` {`user`, `by`, `reason`, `until` (timeouts), `at`, `scope` (`channel` when it holds in this channel only; absent when platform-wide)} |\n" +
+	"| `shield_mode` | `channel`, `cursor`, `shield` {`on`, `auto`, `until`, `by`, `reason`, `at`}: shield mode switched by a moderator, on by the raid watch (`auto:true`, `by` automod, until `until` unless it trips again), or off by itself after the quiet period (`on:false`, `auto:true`) |\n" +
 	"| `presence` | `channel`, `count`: connections in the channel over all replicas (after hello, then on change) |\n" +
 	"| `ack` | `id` (the client's), and `message` + `reply` (the bot's, if any) for a send (`replayed:true` when an earlier send with the same `idempotency_key` answers), or `user` for an auth |\n" +
 	"| `pong` | `id` |\n" +

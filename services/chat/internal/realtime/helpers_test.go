@@ -54,9 +54,15 @@ type replica struct {
 	admin chat.User
 }
 
+// engine is what a storage engine gives a replica: its store and its feed.
+type engine interface {
+	chat.Store
+	chat.FeedSource
+}
+
 type replicaConfig struct {
 	redisURL   string // empty: memory engine
-	store      chat.Store
+	store      engine
 	history    int
 	publicRead bool
 	cors       string
@@ -64,6 +70,7 @@ type replicaConfig struct {
 	register   func(*apiserver.Server[chat.User], *chat.Service) // more routes: the REST API, the page
 	env        map[string]string                                 // extra server environment (TRUSTED_PROXIES...)
 	identities *jwtauth.Verifier                                 // platform tokens (nil: chat tokens only)
+	now        func() time.Time                                  // the service clock (nil: the wall clock)
 }
 
 var prefixN atomic.Int64
@@ -88,12 +95,18 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	store := cfg.store
 	if store == nil {
 		if rdb != nil {
-			store = redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
+			rs := redisstore.New(rdb, redisstore.Options{History: cfg.history, Prefix: prefix})
+			// As cmd/chat does: the engine's repair runs beside the hub.
+			ctx, stop := context.WithCancel(context.Background())
+			repaired := make(chan struct{})
+			go func() { defer close(repaired); rs.RepairPending(ctx) }()
+			t.Cleanup(func() { stop(); <-repaired })
+			store = rs
 		} else {
 			store = memory.New(cfg.history)
 		}
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities, Now: cfg.now})
 	admin, err := svc.Bootstrap(context.Background(), adminToken)
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)
@@ -121,7 +134,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	if cfg.register != nil {
 		cfg.register(srv, svc)
 	}
-	hub, err := realtime.Mount(srv, svc, opts)
+	hub, err := realtime.Mount(srv, svc, realtime.Sources{Feed: store, Users: store}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/readwait"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // Options tune a Hub; zero values take the defaults in brackets.
@@ -76,9 +75,6 @@ type Options struct {
 	// ReadLimit is the most events one catch-up read of a channel's log
 	// returns (100).
 	ReadLimit int
-	// Feed tells the hub which watched channels grew (the engine's own,
-	// when it is a feed.Source; both engines are).
-	Feed feed.Source
 	// Limits bound sockets per replica, anonymous client, user, address
 	// and network, and channels per address (nil: DefaultLimits).
 	Limits *Limits
@@ -159,13 +155,26 @@ func (o *Options) fill() error {
 	return nil
 }
 
+// Sources are what live delivery needs of the engine beside the
+// service's event log, handed over explicitly (cmd/chat passes the
+// engine's own; both engines are both).
+type Sources struct {
+	// Feed tells the hub which watched channels grew and whose sockets
+	// must close.
+	Feed chat.FeedSource
+	// Users looks up the users of open sockets when the feed may have
+	// missed revocations (chat.RevokeRecheck).
+	Users chat.UserLookup
+}
+
 // Hub is one replica's live delivery: a room per channel that has
 // subscribers here, fed by the engine's feed (one subscription for all
 // channels), and the connections the rooms fan events out to.
 type Hub struct {
 	svc     *chat.Service
 	log     chat.EventLog
-	feed    feed.Feed
+	feed    chat.Feed
+	lookup  chat.UserLookup
 	opts    Options
 	logger  *slog.Logger
 	metrics *metrics
@@ -196,15 +205,19 @@ type Hub struct {
 	recheckAgain bool // the feed reconnected meanwhile: run it once more
 }
 
-// NewHub returns a running hub over svc's event log. Close stops it.
-func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
+// NewHub returns a running hub over svc's event log, told of its changes
+// by src. Close stops it.
+func NewHub(svc *chat.Service, src Sources, opts Options) (*Hub, error) {
 	if svc == nil {
 		return nil, errors.New("realtime: a chat service is required")
+	}
+	if src.Feed == nil || src.Users == nil {
+		return nil, errors.New("realtime: the engine's feed and user lookup are required")
 	}
 	if err := opts.fill(); err != nil {
 		return nil, err
 	}
-	h := &Hub{svc: svc, log: svc.Events(), opts: opts, logger: opts.Logger,
+	h := &Hub{svc: svc, log: svc.Events(), lookup: src.Users, opts: opts, logger: opts.Logger,
 		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{},
 		networks: map[string]int{}, users: map[string]int{}, metrics: newMetrics()}
 	h.writers = newWriters(opts.Writers, h.metrics)
@@ -213,15 +226,7 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 	} else if !errors.Is(err, readwait.ErrUnsupported) {
 		return nil, fmt.Errorf("realtime: idle socket poller: %w", err)
 	}
-	src := opts.Feed
-	if src == nil {
-		s, ok := h.log.(feed.Source)
-		if !ok {
-			return nil, fmt.Errorf("realtime: the engine's log (%T) cannot notify live delivery; pass Options.Feed", h.log)
-		}
-		src = s
-	}
-	f, err := src.Subscribe(h.notice)
+	f, err := src.Feed.Subscribe(h.notice)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: subscribe to the engine's feed: %w", err)
 	}
@@ -237,7 +242,7 @@ func NewHub(svc *chat.Service, opts Options) (*Hub, error) {
 // notice hands a feed notice to its channel's room, if this replica has
 // one, or closes the sockets of a revoked user, or reports the feed's
 // failure.
-func (h *Hub) notice(n feed.Notice) {
+func (h *Hub) notice(n chat.Notice) {
 	if f := n.Failure; f != nil {
 		h.metrics.feedErrors.WithLabelValues(feedFailLabel(f.Reason)).Inc()
 		// A failure repeats at most once per retry, which backs off to a
@@ -261,13 +266,13 @@ func (h *Hub) notice(n feed.Notice) {
 // (every replica gets the same notice). Recheck (the feed reconnected and
 // may have missed revocations meanwhile) looks up every user with an open
 // socket here and closes those deleted or banned since they authenticated.
-func (h *Hub) revoke(n feed.Notice) {
+func (h *Hub) revoke(n chat.Notice) {
 	switch n.Revoke {
-	case feed.Recheck:
+	case chat.RevokeRecheck:
 		h.requestRecheck()
-	case feed.Deleted:
+	case chat.RevokeDeleted:
 		h.closeUser(n.User, CloseUserDeleted, "this account was deleted")
-	case feed.Banned:
+	case chat.RevokeBanned:
 		h.closeUser(n.User, CloseUserBanned, "this account was banned")
 	}
 }
@@ -284,11 +289,6 @@ func (h *Hub) closeUser(id string, code websocket.StatusCode, reason string) {
 	for _, c := range hit {
 		go c.closeWith(code, reason)
 	}
-}
-
-// usersLookup is what a recheck needs of the engine: both engines have it.
-type usersLookup interface {
-	UsersByID(ctx context.Context, ids []string) (map[string]chat.User, error)
 }
 
 // recheckBatch is the most users one lookup of a recheck asks for: a
@@ -329,10 +329,6 @@ func (h *Hub) requestRecheck() {
 // read, as the protocol says). A lookup that fails is retried with backoff
 // until it succeeds or the hub closes: the store just came back.
 func (h *Hub) recheckUsers() {
-	lookup, ok := h.log.(usersLookup)
-	if !ok {
-		return
-	}
 	h.mu.RLock()
 	byUser := map[string][]*conn{}
 	for c := range h.conns {
@@ -348,7 +344,7 @@ func (h *Hub) recheckUsers() {
 	for len(ids) > 0 {
 		batch := ids[:min(recheckBatch, len(ids))]
 		ids = ids[len(batch):]
-		found, err := h.lookupUsers(lookup, batch)
+		found, err := h.lookupUsers(batch)
 		if err != nil {
 			return // the hub is closing
 		}
@@ -366,11 +362,11 @@ func (h *Hub) recheckUsers() {
 	}
 }
 
-func (h *Hub) lookupUsers(lookup usersLookup, ids []string) (map[string]chat.User, error) {
+func (h *Hub) lookupUsers(ids []string) (map[string]chat.User, error) {
 	backoff := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
-		found, err := lookup.UsersByID(ctx, ids)
+		found, err := h.lookup.UsersByID(ctx, ids)
 		cancel()
 		if err == nil {
 			return found, nil

@@ -6,10 +6,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // metrics of one replica's live delivery. Labels are closed sets (close
@@ -31,7 +30,7 @@ type metrics struct {
 	closes      *prometheus.CounterVec
 	sendErrors  *prometheus.CounterVec
 	refused     *prometheus.CounterVec // sockets refused by a limit
-	feedErrors  *prometheus.CounterVec // failures of the engine's feed, by feed.Fail* reason
+	feedErrors  *prometheus.CounterVec // failures of the engine's feed, by chat.FeedFail* reason
 	messagesVec *prometheus.CounterVec
 }
 
@@ -95,7 +94,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 // feedFailReasons are the reasons chat_feed_errors_total counts; an
 // engine's other reason is counted as "other", so the label set stays
 // closed.
-var feedFailReasons = []string{feed.FailConnect, feed.FailSubscribe, feed.FailReceive, feed.FailPlace}
+var feedFailReasons = []string{chat.FeedFailConnect, chat.FeedFailSubscribe, chat.FeedFailReceive, chat.FeedFailPlace}
 
 func feedFailLabel(reason string) string {
 	if slices.Contains(feedFailReasons, reason) {

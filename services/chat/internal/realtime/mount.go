@@ -28,19 +28,19 @@ type wsInput struct {
 	Since   string `query:"since" pattern:"^[0-9]+(-[0-9]+)?([.][0-9a-f]{1,8})?$" doc:"Recover every event after this cursor, as the last event's cursor was written (\"42.9f2c01a4\", \"42-1.5b0e77c3\"; a bare message id \"42\" works too, unchecked), then go live. A cursor whose epoch no longer matches the log (the store lost or reset it) is answered recovered:false"`
 }
 
-// Mount starts a Hub on svc and registers GET /api/v1/ws (in /docs, with
+// Mount starts a Hub on svc, fed by src, and registers GET /api/v1/ws (in /docs, with
 // the protocol) on srv; the browser client is mounted apart (web.Mount).
 // The hub closes its connections with 1001 when srv stops. Presence is
 // counted in process unless opts.Presence says otherwise (redispresence
 // with REDIS_URL).
-func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, opts Options) (*Hub, error) {
+func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, src Sources, opts Options) (*Hub, error) {
 	if srv == nil {
 		return nil, errors.New("realtime: a server is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = srv.Logger()
 	}
-	h, err := NewHub(svc, opts)
+	h, err := NewHub(svc, src, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // room is one channel on one replica: the connections subscribed here and
@@ -34,9 +33,16 @@ type room struct {
 	started bool        // pos is set: the worker may run
 	stopped bool
 	idle    time.Time     // when the last subscriber left
-	inbox   []feed.Notice // notices waiting for the worker
-	spare   []feed.Notice // the worker's last batch, reused as the next inbox
+	inbox   []chat.Notice // notices waiting for the worker
+	spare   []chat.Notice // the worker's last batch, reused as the next inbox
 	working bool          // a worker owns delivery
+
+	// shieldEnd is the end (unix nanos, service clock; 0: none) of the
+	// automatic shield the room knows of, from the shield_mode events it
+	// fanned out or the check at its start; ending claims the end's one
+	// check in flight (checkShield).
+	shieldEnd atomic.Int64
+	ending    atomic.Bool
 
 	// presence
 	reporting     atomic.Bool
@@ -101,6 +107,49 @@ func (r *room) start() {
 	if run {
 		go r.work()
 	}
+	// An automatic shield switched on before this room existed has its
+	// end learnt (or announced, when overdue) now.
+	r.ending.Store(true)
+	r.checkShield(0)
+}
+
+// checkShield asks the service to end the channel's automatic shield if
+// its quiet period is over (announced once, whichever replica asks
+// first) and keeps the end of one still on, unless a shield_mode event
+// changed what the room knows meanwhile (was is what it knew). The
+// caller holds ending; a failure is tried again at the next sweep.
+func (r *room) checkShield(was int64) {
+	defer r.ending.Store(false)
+	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Second)
+	defer cancel()
+	until, err := r.hub.svc.EndAutoShield(ctx, r.name)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.hub.logger.Debug("live delivery: end of an automatic shield", "channel", r.name, "err", err)
+		}
+		return
+	}
+	var next int64
+	if !until.IsZero() {
+		next = until.UnixNano()
+	}
+	r.shieldEnd.CompareAndSwap(was, next)
+}
+
+// noteShield keeps the end of the automatic shield that evs switch on, or
+// forgets it when they switch shield mode off.
+func (r *room) noteShield(evs []chat.Event) {
+	for _, ev := range evs {
+		if ev.Type != chat.EventShieldMode || ev.Shield == nil {
+			continue
+		}
+		switch {
+		case !ev.Shield.On:
+			r.shieldEnd.Store(0)
+		case ev.Shield.Auto && ev.Shield.Until != nil:
+			r.shieldEnd.Store(ev.Shield.Until.UnixNano())
+		}
+	}
 }
 
 // unwatch ends the room's watch once.
@@ -114,14 +163,14 @@ func (r *room) unwatch() {
 
 // deliver queues a notice and starts the worker if none runs. It never
 // blocks on the store or a socket: it runs on a feed goroutine.
-func (r *room) deliver(n feed.Notice) {
+func (r *room) deliver(n chat.Notice) {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
 		return
 	}
 	if len(r.inbox) >= maxInbox {
-		r.inbox = append(r.inbox[:0], feed.Notice{Channel: r.name})
+		r.inbox = append(r.inbox[:0], chat.Notice{Channel: r.name})
 	} else {
 		r.inbox = append(r.inbox, n)
 	}
@@ -178,7 +227,7 @@ func (r *room) work() {
 // includes an event at or before pos: usually one a read already
 // delivered, but also the first event of a store that was reset, which
 // only the log can tell apart (the read then reports the history gone).
-func chain(batch []feed.Notice, pos chat.Cursor) (evs []chat.Event, gap bool) {
+func chain(batch []chat.Notice, pos chat.Cursor) (evs []chat.Event, gap bool) {
 	cur := pos
 	for _, n := range batch {
 		if n.Event != nil && n.Prev == cur && cur.Less(n.Event.Cursor) {
@@ -297,6 +346,7 @@ func (r *room) fanout(evs []chat.Event) error {
 		return err // a domain event that cannot be encoded: resync
 	}
 	r.hub.metrics.events.Add(float64(len(evs)))
+	r.noteShield(evs)
 	banned := channelBans(evs)
 	var slow, ban []*conn
 	r.mu.Lock()
@@ -375,8 +425,8 @@ func (r *room) local() int {
 }
 
 // maintain runs every second: it stops the room once idle, and otherwise
-// reports whether its presence refresh is due (the hub sends the due
-// ones together).
+// ends a due automatic shield and reports whether its presence refresh
+// is due (the hub sends the due ones together).
 func (r *room) maintain(now time.Time) bool {
 	r.mu.Lock()
 	idle := len(r.subs) == 0 && !r.idle.IsZero() && now.Sub(r.idle) >= r.hub.opts.RoomLinger
@@ -384,6 +434,11 @@ func (r *room) maintain(now time.Time) bool {
 	if idle {
 		r.hub.stopRoom(r)
 		return false
+	}
+	// An automatic shield that is due ends here: every replica with
+	// readers of the channel asks, and the store announces the end once.
+	if end := r.shieldEnd.Load(); end != 0 && r.hub.svc.Now().UnixNano() >= end && r.ending.CompareAndSwap(false, true) {
+		go r.checkShield(end)
 	}
 	return r.dirty.Load() || now.Sub(time.Unix(0, r.lastReport.Load())) >= r.hub.opts.PresenceInterval
 }

@@ -14,10 +14,9 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
-var _ feed.Source = (*Store)(nil)
+var _ chat.FeedSource = (*Store)(nil)
 
 // Feed timing: the feed pings each connection every feedPing and gives it
 // up when nothing (not even the pong) came for feedSilence, so a peer that
@@ -32,7 +31,7 @@ const (
 	feedRetryMax = 5 * time.Second
 )
 
-// Subscribe implements feed.Source. Every script that appends to a
+// Subscribe implements chat.FeedSource. Every script that appends to a
 // channel's stream also SPUBLISHes the entry on the channel's "live" shard
 // channel (see liveNotice), which lives in the channel's hash slot. The
 // feed holds one Pub/Sub connection per Redis primary that owns a watched
@@ -49,7 +48,7 @@ const (
 // every node over its cluster bus, a hop measured at p99 33 ms between two
 // primaries (0.44 ms on one node); a shard message is delivered by the
 // primary that ran the script, to the connections subscribed there.
-func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
+func (s *Store) Subscribe(fn func(chat.Notice)) (chat.Feed, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("redisstore: a notice handler is required")
 	}
@@ -70,15 +69,6 @@ func (s *Store) Subscribe(fn func(feed.Notice)) (feed.Feed, error) {
 		defer f.wg.Done()
 		f.place()
 	}()
-	if s.cluster {
-		// Moderation events whose append failed after their user change
-		// (see pending.go): every replica drains them, idempotently.
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			s.drainLoop(f.ctx)
-		}()
-	}
 	return f, nil
 }
 
@@ -155,10 +145,10 @@ func (s *Store) liveKeyGroups(channels []string) [][]string {
 // up only the channels it owns.
 type redisFeed struct {
 	s      *Store
-	fn     func(feed.Notice)
+	fn     func(chat.Notice)
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the revocations, the placer, the shards and, on a cluster, the pending drain
+	wg     sync.WaitGroup // the revocations, the placer and the shards
 	kick   chan struct{}  // wakes the placer
 
 	mu       sync.Mutex
@@ -242,7 +232,7 @@ func (c *shardConn) close() {
 	_ = c.client.Close()
 }
 
-// Watch implements feed.Feed. The shard's writer sends the SSUBSCRIBE;
+// Watch implements chat.Feed. The shard's writer sends the SSUBSCRIBE;
 // its confirmation produces the notice without an event.
 func (f *redisFeed) Watch(ctx context.Context, channel string) error {
 	f.mu.Lock()
@@ -261,7 +251,7 @@ func (f *redisFeed) Watch(ctx context.Context, channel string) error {
 				f.unplaced[channel] = struct{}{}
 			}
 			f.mu.Unlock()
-			f.failed(feed.FailPlace, "", err)
+			f.failed(chat.FeedFailPlace, "", err)
 			f.wake()
 		}
 	}
@@ -301,7 +291,7 @@ func (f *redisFeed) placeOne(ctx context.Context, channel string) error {
 	return nil
 }
 
-// Unwatch implements feed.Feed. The shard's writer sends the SUNSUBSCRIBE.
+// Unwatch implements chat.Feed. The shard's writer sends the SUNSUBSCRIBE.
 func (f *redisFeed) Unwatch(ctx context.Context, channel string) error {
 	f.mu.Lock()
 	n := f.watched[channel] - 1
@@ -325,7 +315,7 @@ func (f *redisFeed) Unwatch(ctx context.Context, channel string) error {
 	return nil
 }
 
-// Close implements feed.Feed.
+// Close implements chat.Feed.
 func (f *redisFeed) Close() error {
 	f.cancel()
 	// A blocked receive does not watch its context: closing the
@@ -345,7 +335,7 @@ func (f *redisFeed) failed(reason, server string, err error) {
 	if f.ctx.Err() != nil {
 		return // closing: connections fail on purpose
 	}
-	f.fn(feed.Notice{Failure: &feed.Failure{Reason: reason, Server: server, Err: err}})
+	f.fn(chat.Notice{Failure: &chat.FeedFailure{Reason: reason, Server: server, Err: err}})
 }
 
 func (f *redisFeed) wake() {
@@ -384,7 +374,7 @@ func (f *redisFeed) place() {
 				backoff = feedRetry
 				break
 			}
-			f.failed(feed.FailPlace, "", err)
+			f.failed(chat.FeedFailPlace, "", err)
 			f.s.reloadRoutes()
 			if chat.Pause(f.ctx, backoff) != nil {
 				return
@@ -431,7 +421,7 @@ func (f *redisFeed) runShard(sh *shard) {
 func (f *redisFeed) serveShard(sh *shard, c *shardConn) (worked bool) {
 	// The first write dials: a failure here is a failed connect.
 	if err := c.ps.Ping(f.ctx); err != nil {
-		f.failed(feed.FailConnect, sh.addr, err)
+		f.failed(chat.FeedFailConnect, sh.addr, err)
 		return false
 	}
 	type result struct {
@@ -466,7 +456,7 @@ func (f *redisFeed) serveShard(sh *shard, c *shardConn) (worked bool) {
 	// A failed write: the connection is broken; end the reader.
 	_ = c.ps.Close()
 	r := <-done
-	f.failed(feed.FailReceive, sh.addr, err)
+	f.failed(chat.FeedFailReceive, sh.addr, err)
 	return r.received
 }
 
@@ -525,9 +515,9 @@ func (f *redisFeed) syncShard(sh *shard, c *shardConn) error {
 func receiveFailure(err error) string {
 	var reply redis.Error
 	if errors.As(err, &reply) {
-		return feed.FailSubscribe
+		return chat.FeedFailSubscribe
 	}
-	return feed.FailReceive
+	return chat.FeedFailReceive
 }
 
 // replace hands the channels of sh that its server no longer owns to the
@@ -600,7 +590,7 @@ func (f *redisFeed) shardMessage(sh *shard, c *shardConn, msg any) {
 			if !ours {
 				sh.wake()
 			} else if here {
-				f.fn(feed.Notice{Channel: ch})
+				f.fn(chat.Notice{Channel: ch})
 			}
 		case "sunsubscribe":
 			// Either ours (the writer took it off subscribed first), or
@@ -627,7 +617,7 @@ func (f *redisFeed) shardMessage(sh *shard, c *shardConn, msg any) {
 		}
 		n, err := parseNotice(ch, m.Payload)
 		if err != nil {
-			n = feed.Notice{Channel: ch} // unreadable: read the stream instead
+			n = chat.Notice{Channel: ch} // unreadable: read the stream instead
 		}
 		f.fn(n)
 	}
@@ -652,7 +642,7 @@ func (f *redisFeed) revocations() {
 		received := false
 		// The first write dials: a failure here is a failed connect.
 		if err := ps.Subscribe(f.ctx, f.s.revokedKey()); err != nil {
-			f.failed(feed.FailConnect, "", fmt.Errorf("revocations: %w", err))
+			f.failed(chat.FeedFailConnect, "", fmt.Errorf("revocations: %w", err))
 		} else {
 			stop := make(chan struct{})
 			go func() {
@@ -693,12 +683,12 @@ func (f *redisFeed) revocation(msg any) {
 		if m.Kind == "subscribe" && m.Channel == f.s.revokedKey() {
 			// Revocations published while this connection was not
 			// listening are lost: have every open socket's user checked.
-			f.fn(feed.Notice{Revoke: feed.Recheck})
+			f.fn(chat.Notice{Revoke: chat.RevokeRecheck})
 		}
 	case *redis.Message:
 		reason, id, ok := strings.Cut(m.Payload, " ")
-		if ok && (reason == feed.Deleted || reason == feed.Banned) {
-			f.fn(feed.Notice{Revoke: reason, User: id})
+		if ok && (reason == chat.RevokeDeleted || reason == chat.RevokeBanned) {
+			f.fn(chat.Notice{Revoke: reason, User: id})
 		}
 	}
 }
@@ -732,21 +722,21 @@ func (s *Store) liveChannel(key string) (string, bool) {
 
 // parseNotice reads "<previous entry> <entry> <event json>", each entry
 // as "<stream id>" or "<stream id>.<epoch>".
-func parseNotice(channel, payload string) (feed.Notice, error) {
+func parseNotice(channel, payload string) (chat.Notice, error) {
 	prevID, rest, ok1 := strings.Cut(payload, " ")
 	id, data, ok2 := strings.Cut(rest, " ")
 	if !ok1 || !ok2 {
-		return feed.Notice{}, fmt.Errorf("live notice %q", payload)
+		return chat.Notice{}, fmt.Errorf("live notice %q", payload)
 	}
 	prevID, prevEpoch, _ := strings.Cut(prevID, ".")
 	prev, err := entryCursor(redis.XMessage{ID: prevID, Values: map[string]any{"e": prevEpoch}})
 	if err != nil {
-		return feed.Notice{}, err
+		return chat.Notice{}, err
 	}
 	id, epoch, _ := strings.Cut(id, ".")
 	ev, err := decode(channel, redis.XMessage{ID: id, Values: map[string]any{"d": data, "e": epoch}})
 	if err != nil {
-		return feed.Notice{}, err
+		return chat.Notice{}, err
 	}
-	return feed.Notice{Channel: channel, Prev: prev, Event: &ev}, nil
+	return chat.Notice{Channel: channel, Prev: prev, Event: &ev}, nil
 }

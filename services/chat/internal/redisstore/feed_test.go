@@ -13,7 +13,6 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // TestKeySlotIsRedisClusterSlot: keySlot agrees with the specification's
@@ -95,10 +94,10 @@ func TestLiveKeyGroupsAreOneSlotEach(t *testing.T) {
 type notices struct {
 	mu       sync.Mutex
 	channels map[string]int // notices without an event, by channel
-	failures []feed.Failure
+	failures []chat.FeedFailure
 }
 
-func (n *notices) record(x feed.Notice) {
+func (n *notices) record(x chat.Notice) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
@@ -167,7 +166,7 @@ func TestFeedReportsRefusedSubscription(t *testing.T) {
 	if err := f.Watch(ctx, "refused"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a subscribe failure saying NOPERM", func() bool { return got.failed(feed.FailSubscribe, "NOPERM") })
+	waitFor(t, "a subscribe failure saying NOPERM", func() bool { return got.failed(chat.FeedFailSubscribe, "NOPERM") })
 }
 
 // TestFeedWatchesHealthyPrimariesWhileOneHangs: while the connection to
@@ -251,7 +250,7 @@ func TestFeedChurnLeavesExactlyTheWatchedSubscriptions(t *testing.T) {
 	var mu sync.Mutex
 	events := map[string]int{} // notices with an event, by channel
 	got := &notices{channels: map[string]int{}}
-	f, err := s.Subscribe(func(n feed.Notice) {
+	f, err := s.Subscribe(func(n chat.Notice) {
 		if n.Event != nil {
 			mu.Lock()
 			events[n.Channel]++

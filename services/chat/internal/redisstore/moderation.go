@@ -3,6 +3,8 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,23 +24,28 @@ import (
 // since a strike changes the user in the same script.
 
 // raidKeys are the keys of the channel's chatters and raid watch, in
-// appendMessage's order: seen, raid, shield, shieldoff.
+// appendMessage's order: seen, raid, shield, shieldoff, modlog.
 func (s *Store) raidKeys(ch string) []string {
-	return []string{s.ck(ch, "seen"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff")}
+	return []string{s.ck(ch, "seen"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"), s.modKey(ch)}
 }
 
 // raidArgs are raidWatch's arguments for w: threshold, window ms, quiet
-// ms and the shield event json (a threshold of 0 counts nothing).
+// ms, the shield event json and its moderation log entry json (a
+// threshold of 0 counts nothing).
 func raidArgs(w chat.Watch) ([]any, error) {
 	r := w.Raid
 	if r == nil || w.Chatter == "" {
-		return []any{0, 0, 0, ""}, nil
+		return []any{0, 0, 0, "", ""}, nil
 	}
 	data, err := json.Marshal(r.Event)
 	if err != nil {
 		return nil, fmt.Errorf("encode shield event: %w", err)
 	}
-	return []any{r.Threshold, chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data}, nil
+	margs, err := modArgs(&r.Log)
+	if err != nil {
+		return nil, err
+	}
+	return []any{r.Threshold, chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data, margs[0]}, nil
 }
 
 // Punish implements chat.Store in one script in the users' slot (punish).
@@ -54,7 +61,7 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 	if s.cluster {
 		keys = append(keys, s.uk("pending"))
 	} else {
-		keys = append(keys, s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"))
+		keys = append(keys, s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"), s.modKey(ch))
 	}
 	args := []any{string(p.IfRole), flag(p.Strike), p.Now.UnixMilli(), chat.StrikeExpiry.Milliseconds(),
 		s.ck(ch, "live"), s.revokedKey(), s.logCap(), len(p.Ladder)}
@@ -64,20 +71,30 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 		if st.Until != nil {
 			until = st.Until.UTC().Format(timeLayout)
 		}
+		var data []byte
 		if st.Event != nil {
-			data, err := json.Marshal(st.Event)
-			if err != nil {
+			var err error
+			if data, err = json.Marshal(st.Event); err != nil {
 				return chat.Punishment{}, fmt.Errorf("encode event: %w", err)
 			}
 			etype, edata = string(st.Event.Type), string(data)
-			if s.cluster {
-				if pends[i], err = newPendingEvent(st.Event.Channel, st.Event.Type, data); err != nil {
-					return chat.Punishment{}, err
-				}
-				edata = pends[i].encoded
-			}
 		}
-		args = append(args, string(st.Penalty.Kind), until, st.Reason, etype, edata, pends[i].key)
+		if s.cluster && (st.Event != nil || st.Log != nil) {
+			var typ chat.EventType
+			if st.Event != nil {
+				typ = st.Event.Type
+			}
+			var err error
+			if pends[i], err = newPendingEvent(ch, typ, data, st.Log); err != nil {
+				return chat.Punishment{}, err
+			}
+			edata = pends[i].encoded
+		}
+		margs, err := modArgs(st.Log)
+		if err != nil {
+			return chat.Punishment{}, err
+		}
+		args = append(args, string(st.Penalty.Kind), until, st.Reason, etype, edata, pends[i].key, margs[0], margs[1])
 	}
 	res, err := punish.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -93,7 +110,7 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 	}
 	if pend := pends[step-1]; pend.key != "" {
 		// As in UpdateUser: the change is stored and its event pending;
-		// a feed's drain appends it if this fails.
+		// the repair (RepairPending) appends it if this fails.
 		_ = s.applyPending(ctx, pend)
 	}
 	m := make(map[string]string, len(res)/2)
@@ -110,7 +127,7 @@ func (s *Store) Punish(ctx context.Context, p chat.Punish) (chat.Punishment, err
 }
 
 // HoldMessage implements chat.Store (holdMessage).
-func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w chat.Watch) (chat.HeldMessage, error) {
+func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w chat.Watch, log *chat.ModEntry) (chat.HeldMessage, error) {
 	h.ID = 0
 	data, err := json.Marshal(h)
 	if err != nil {
@@ -122,9 +139,13 @@ func (s *Store) HoldMessage(ctx context.Context, h chat.HeldMessage, max int, w 
 	}
 	ch := h.Channel
 	keys := []string{s.ck(ch, "held"), s.ck(ch, "heldq"), s.ck(ch, "heldseq"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"),
-		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"), s.modKey(ch)}
 	args := append([]any{data, h.CreatedAt.UnixMilli(), h.ExpiresAt.UnixMilli(), max, w.Chatter}, raid...)
-	args = append(args, s.ck(ch, "live"), s.logCap())
+	margs, err := modArgs(log)
+	if err != nil {
+		return chat.HeldMessage{}, err
+	}
+	args = append(args, s.ck(ch, "live"), s.logCap(), margs[0], margs[1])
 	id, err := holdMessage.Run(ctx, s.rdb, keys, args...).Int64()
 	if err != nil && strings.HasPrefix(err.Error(), "LIMIT held") {
 		return chat.HeldMessage{}, chat.LimitReached(chat.QuotaHeld, max)
@@ -218,12 +239,62 @@ func (s *Store) SwitchShield(ctx context.Context, channel string, sw chat.Shield
 	if err != nil {
 		return fmt.Errorf("encode shield event: %w", err)
 	}
+	margs, err := modArgs(&sw.Log)
+	if err != nil {
+		return err
+	}
 	keys := []string{s.ck(channel, "settings"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"), s.ck(channel, "raid"),
-		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"), s.ck(channel, "blocked"),
+		s.modKey(channel)}
 	err = switchShield.Run(ctx, s.rdb, keys, flag(sw.On), sw.HoldOff.UnixMilli(), sw.Event.Shield.At.UnixMilli(), data,
-		s.ck(channel, "live"), s.logCap()).Err()
+		s.ck(channel, "live"), s.logCap(), margs[0]).Err()
 	if err != nil {
 		return failWrite("switch shield", err)
 	}
 	return nil
+}
+
+// CountBlocked implements chat.Store (countBlocked).
+func (s *Store) CountBlocked(ctx context.Context, channel string, r chat.Raid) error {
+	data, err := json.Marshal(r.Event)
+	if err != nil {
+		return fmt.Errorf("encode shield event: %w", err)
+	}
+	// Each refused message is its own member of the count.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	margs, err := modArgs(&r.Log)
+	if err != nil {
+		return err
+	}
+	keys := []string{s.ck(channel, "blocked"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"),
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"), s.modKey(channel)}
+	err = countBlocked.Run(ctx, s.rdb, keys, hex.EncodeToString(b[:]), r.Now.UnixMilli(), r.Threshold,
+		chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data, s.ck(channel, "live"), s.logCap(), margs[0]).Err()
+	if err != nil {
+		return failWrite("count blocked message", err)
+	}
+	return nil
+}
+
+// EndShield implements chat.Store (endShield).
+func (s *Store) EndShield(ctx context.Context, channel string, e chat.ShieldEnd) (time.Time, error) {
+	data, err := json.Marshal(e.Event)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("encode shield event: %w", err)
+	}
+	margs, err := modArgs(&e.Log)
+	if err != nil {
+		return time.Time{}, err
+	}
+	keys := []string{s.ck(channel, "shield"), s.ck(channel, "settings"),
+		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"), s.modKey(channel)}
+	ms, err := endShield.Run(ctx, s.rdb, keys, e.Now.UnixMilli(), data, s.ck(channel, "live"), s.logCap(), margs[0]).Int64()
+	if err != nil {
+		return time.Time{}, failWrite("end shield", err)
+	}
+	if ms == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }

@@ -18,15 +18,16 @@ import (
 // and the event reaches the channel by appendPending, which is idempotent
 // per entry (a marker key in the channel's slot). The engine runs it right
 // after the change; when that fails (the channel's primary is down, the
-// process dies) the entry stays pending and every replica's feed drains
-// the hash every pendingDrainEvery, so the event is appended exactly once,
+// process dies) the entry stays pending and every process repairs it
+// (RepairPending, which cmd/chat runs from start to stop, with live
+// delivery or without) every pendingDrainEvery, so the event is appended exactly once,
 // late rather than never. The partial state that remains visible is a
 // moderation whose event is not in the channel yet, for at most as long as
 // the channel's primary is unreachable; the moderation itself (what sends
 // are checked against) is never half done.
 
 const (
-	// pendingDrainEvery is how often a replica's feed appends the pending
+	// pendingDrainEvery is how often RepairPending appends the pending
 	// moderation events whose own append failed.
 	pendingDrainEvery = 5 * time.Second
 	// pendingMarkerTTL keeps an "appended" marker (seconds): far longer
@@ -43,16 +44,27 @@ type pendingEvent struct {
 	encoded string
 
 	Channel string          `json:"c"`
-	Type    chat.EventType  `json:"t"`
+	Type    chat.EventType  `json:"t"` // "" when only Log is pending
 	Data    json.RawMessage `json:"d"`
+	// Log and LogAt are the action's moderation log entry (json, ms),
+	// recorded in the channel's log with the event.
+	Log   json.RawMessage `json:"l,omitempty"`
+	LogAt int64           `json:"la,omitempty"`
 }
 
-func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEvent, error) {
+// newPendingEvent is a pending entry for the event typ (data its json;
+// "" and nil for none) and the moderation log entry log (nil for none).
+func newPendingEvent(channel string, typ chat.EventType, data []byte, log *chat.ModEntry) (pendingEvent, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return pendingEvent{}, fmt.Errorf("pending event id: %w", err)
 	}
 	p := pendingEvent{key: hex.EncodeToString(b[:]), Channel: channel, Type: typ, Data: data}
+	if margs, err := modArgs(log); err != nil {
+		return pendingEvent{}, err
+	} else if data, ok := margs[0].([]byte); ok {
+		p.Log, p.LogAt = data, log.At.UnixMilli()
+	}
 	enc, err := json.Marshal(p)
 	if err != nil {
 		return pendingEvent{}, fmt.Errorf("encode pending event: %w", err)
@@ -65,8 +77,9 @@ func newPendingEvent(channel string, typ chat.EventType, data []byte) (pendingEv
 // and then forgets it.
 func (s *Store) applyPending(ctx context.Context, p pendingEvent) error {
 	err := appendPending.Run(ctx, s.rdb,
-		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key), s.ck(p.Channel, "trim"), s.ck(p.Channel, "deleted")},
-		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL, s.logCap()).Err()
+		[]string{s.ck(p.Channel, "log"), s.ck(p.Channel, "seq"), s.ck(p.Channel, "applied:"+p.key), s.ck(p.Channel, "trim"), s.ck(p.Channel, "deleted"),
+			s.modKey(p.Channel)},
+		string(p.Type), []byte(p.Data), s.ck(p.Channel, "live"), pendingMarkerTTL, s.logCap(), []byte(p.Log), p.LogAt).Err()
 	if err != nil {
 		return fail("append moderation event", err)
 	}
@@ -106,9 +119,15 @@ func (s *Store) drainPending(ctx context.Context) error {
 	}
 }
 
-// drainLoop drains the pending moderation events now and every
-// pendingDrainEvery until ctx ends (a cluster feed runs it).
-func (s *Store) drainLoop(ctx context.Context) {
+// RepairPending appends the pending moderation events now and every
+// pendingDrainEvery until ctx ends. On a Redis Cluster every process runs
+// it for as long as it runs (cmd/chat starts it with the engine, apart
+// from live delivery, so a replica that serves no socket repairs too);
+// elsewhere nothing is ever pending and it returns at once.
+func (s *Store) RepairPending(ctx context.Context) {
+	if !s.cluster {
+		return
+	}
 	t := time.NewTicker(pendingDrainEvery)
 	defer t.Stop()
 	for {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // TestClusterModerationEventIsNeverLost: on a real 3-primary cluster, a ban
 // whose event cannot be appended to the channel (its log is broken for the
 // moment) still bans atomically and succeeds; once the channel works again
-// a replica's feed appends the event, exactly once, however often it runs.
+// RepairPending appends the event, exactly once, however often it runs,
+// with no feed subscribed.
 func TestClusterModerationEventIsNeverLost(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
@@ -33,7 +33,8 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 		banned := true
 		ev := &chat.Event{Type: chat.EventUserBanned, Channel: channel,
 			Moderation: &chat.Moderation{User: chat.UserRef{ID: id, Name: id}, At: time.Now()}}
-		u, err := s.UpdateUser(ctx, id, chat.RoleViewer, chat.UserPatch{Banned: &banned}, ev)
+		log := &chat.ModEntry{Channel: channel, Action: chat.ModBan, Actor: chat.AutomodUser, Target: &ev.Moderation.User, At: time.Now()}
+		u, err := s.UpdateUser(ctx, id, chat.RoleViewer, chat.UserPatch{Banned: &banned}, ev, log)
 		if err != nil {
 			t.Fatalf("ban %s: %v", id, err)
 		}
@@ -55,6 +56,16 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 		}
 		return n
 	}
+	// entries counts the channel's moderation log entries, which travel
+	// with the events.
+	entries := func(channel string) int {
+		t.Helper()
+		es, err := s.ModLog(ctx, channel, nil, 100, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
 	pending := func() int64 {
 		t.Helper()
 		n, err := rdb.HLen(ctx, s.uk("pending")).Result()
@@ -66,7 +77,7 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 
 	// The usual path: the event follows at once and nothing stays pending.
 	ban("u1", "fine")
-	if n := bans("fine"); n != 1 || pending() != 0 {
+	if n := bans("fine"); n != 1 || pending() != 0 || entries("fine") != 1 {
 		t.Fatalf("working channel: %d ban events, %d pending", n, pending())
 	}
 
@@ -78,8 +89,8 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 	if u, err := s.User(ctx, "u2"); err != nil || !u.Banned {
 		t.Fatalf("u2 after the failed append: %+v, %v", u, err)
 	}
-	if pending() != 1 {
-		t.Fatalf("%d pending events, want 1", pending())
+	if pending() != 1 || entries("broken") != 0 {
+		t.Fatalf("%d pending events, want 1; %d log entries, want 0", pending(), entries("broken"))
 	}
 	if err := s.drainPending(ctx); chat.KindOf(err) != chat.KindUnavailable {
 		t.Fatalf("drain with the channel still broken: %v", err)
@@ -87,12 +98,12 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 	if err := rdb.Del(ctx, s.ck("broken", "seq")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	// A replica's feed drains on its own.
-	f, err := s.Subscribe(func(feed.Notice) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	// The repair appends it on its own, with no feed subscribed (a
+	// replica serving no socket repairs too).
+	rctx, stop := context.WithCancel(ctx)
+	repaired := make(chan struct{})
+	go func() { defer close(repaired); s.RepairPending(rctx) }()
+	defer func() { stop(); <-repaired }()
 	deadline := time.Now().Add(30 * time.Second)
 	for bans("broken") == 0 {
 		if time.Now().After(deadline) {
@@ -107,7 +118,7 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPendingEvent("broken", chat.EventUserBanned, data)
+	p, err := newPendingEvent("broken", chat.EventUserBanned, data, &chat.ModEntry{Channel: "broken", Action: chat.ModBan, Actor: chat.AutomodUser, At: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +128,8 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := bans("broken"); n != 2 {
-		t.Fatalf("%d ban events in the channel, want 2 (the drained one and the replayed one once)", n)
+	if n, m := bans("broken"), entries("broken"); n != 2 || m != 2 {
+		t.Fatalf("%d ban events and %d log entries in the channel, want 2 (the drained one and the replayed one once)", n, m)
 	}
 	if pending() != 0 {
 		t.Fatalf("%d pending events left", pending())

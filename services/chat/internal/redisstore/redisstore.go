@@ -40,9 +40,9 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
-	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK), which
-	// only chat.Tail callers make (live delivery reads without blocking):
-	// each blocked read holds a connection. Default: the main client.
+	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK),
+	// which live delivery does not make (its feed says when to read): each
+	// blocked read holds a connection. Default: the main client.
 	Blocking redis.UniversalClient
 }
 
@@ -427,7 +427,7 @@ func (s *Store) Message(ctx context.Context, channel string, id int64) (chat.Mes
 }
 
 // DeleteMessage implements chat.Store.
-func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at time.Time) (chat.Message, error) {
+func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at time.Time, log *chat.ModEntry) (chat.Message, error) {
 	m, err := s.Message(ctx, channel, id)
 	if err != nil {
 		return chat.Message{}, err
@@ -440,9 +440,13 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("encode tombstone: %w", err)
 	}
+	margs, err := modArgs(log)
+	if err != nil {
+		return chat.Message{}, err
+	}
 	res, err := deleteMessage.Run(ctx, s.rdb,
-		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted"), s.ck(channel, "trim")},
-		id, at.UnixMilli(), data, s.ck(channel, "live"), s.logCap()).Int64()
+		[]string{s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "deleted"), s.ck(channel, "trim"), s.modKey(channel)},
+		id, at.UnixMilli(), data, s.ck(channel, "live"), s.logCap(), margs[0], margs[1]).Int64()
 	if err != nil {
 		return chat.Message{}, failWrite("delete message", err)
 	}
@@ -652,7 +656,8 @@ func parseChannel(name string, settings *redis.MapStringStringCmd, shield *redis
 	num := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	c := chat.Channel{Name: name, SlowModeSeconds: num("slow_mode_seconds"), FirstMessageReview: m["first_message_review"] == "1",
 		MinAccountAgeSeconds: num("min_account_age_seconds"), UniqueChat: m["unique_chat"] == "1", Shield: m["shield"] == "1",
-		AutoShield: m["auto_shield"] == "1", AutoShieldFirstChatters: num("auto_shield_first_chatters"), ShieldQuietSeconds: num("shield_quiet_seconds")}
+		AutoShield: m["auto_shield"] == "1", AutoShieldFirstChatters: num("auto_shield_first_chatters"),
+		AutoShieldBlocked: num("auto_shield_blocked"), ShieldQuietSeconds: num("shield_quiet_seconds")}
 	if ms, err := strconv.ParseInt(shield.Val(), 10, 64); err == nil && ms > 0 {
 		t := time.UnixMilli(ms).UTC()
 		c.ShieldUntil = &t
@@ -672,7 +677,8 @@ func (s *Store) SaveChannel(ctx context.Context, c chat.Channel) error {
 	err := s.rdb.HSet(ctx, s.ck(c.Name, "settings"), "slow_mode_seconds", c.SlowModeSeconds,
 		"first_message_review", flag(c.FirstMessageReview), "min_account_age_seconds", c.MinAccountAgeSeconds,
 		"unique_chat", flag(c.UniqueChat), "auto_shield", flag(c.AutoShield),
-		"auto_shield_first_chatters", c.AutoShieldFirstChatters, "shield_quiet_seconds", c.ShieldQuietSeconds).Err()
+		"auto_shield_first_chatters", c.AutoShieldFirstChatters, "auto_shield_blocked", c.AutoShieldBlocked,
+		"shield_quiet_seconds", c.ShieldQuietSeconds).Err()
 	if err != nil {
 		return failWrite("save channel", err)
 	}
@@ -843,7 +849,7 @@ func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
 }
 
 // UpdateUser implements chat.Store.
-func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event) (chat.User, error) {
+func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p chat.UserPatch, ev *chat.Event, log *chat.ModEntry) (chat.User, error) {
 	var fields []any
 	if p.Role != nil {
 		fields = append(fields, "role", string(*p.Role))
@@ -873,19 +879,36 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	// the event as pending beside the user (one atomic step), and it is
 	// appended to the channel next, once (see pending.go).
 	keys := []string{s.userKey(id)}
-	args := []any{string(ifRole), "", "", "", s.revokedKey(), 0}
+	args := []any{string(ifRole), "", "", "", s.revokedKey(), 0, "", 0}
+	if log != nil && log.Action == "" {
+		log = nil
+	}
+	ch, etype := "", chat.EventType("")
+	switch {
+	case ev != nil:
+		ch, etype = ev.Channel, ev.Type
+		if log != nil && log.Channel != ch {
+			return chat.User{}, fmt.Errorf("update user: the log entry must be in the event's channel (%s, not %s)", ch, log.Channel)
+		}
+	case log != nil:
+		ch = log.Channel
+	}
 	var pend pendingEvent
 	switch {
-	case ev != nil && s.cluster:
+	case ch != "" && s.cluster:
 		var err error
-		if pend, err = newPendingEvent(ev.Channel, ev.Type, evData); err != nil {
+		if pend, err = newPendingEvent(ch, etype, evData, log); err != nil {
 			return chat.User{}, err
 		}
 		keys = append(keys, s.uk("pending"))
-		args = []any{string(ifRole), string(ev.Type), pend.encoded, pend.key, s.revokedKey(), 0}
-	case ev != nil:
-		keys = append(keys, s.ck(ev.Channel, "log"), s.ck(ev.Channel, "seq"), s.ck(ev.Channel, "trim"), s.ck(ev.Channel, "deleted"))
-		args = []any{string(ifRole), string(ev.Type), evData, s.ck(ev.Channel, "live"), s.revokedKey(), s.logCap()}
+		args = []any{string(ifRole), string(etype), pend.encoded, pend.key, s.revokedKey(), 0, "", 0}
+	case ch != "":
+		margs, err := modArgs(log)
+		if err != nil {
+			return chat.User{}, err
+		}
+		keys = append(keys, s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"), s.modKey(ch))
+		args = []any{string(ifRole), string(etype), evData, s.ck(ch, "live"), s.revokedKey(), s.logCap(), margs[0], margs[1]}
 	}
 	res, err := updateUser.Run(ctx, s.rdb, keys, append(args, fields...)...).StringSlice()
 	if err != nil {
@@ -893,8 +916,8 @@ func (s *Store) UpdateUser(ctx context.Context, id string, ifRole chat.Role, p c
 	}
 	if pend.key != "" {
 		// The change is stored and its event is pending: if this append
-		// fails, a feed's drain appends it within pendingDrainEvery, so
-		// the caller gets the change it asked for either way.
+		// fails, RepairPending appends it within pendingDrainEvery, so the
+		// caller gets the change it asked for either way.
 		_ = s.applyPending(ctx, pend)
 	}
 	m := make(map[string]string, len(res)/2)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/chat/internal/chat"
-	"github.com/apistack/platform/services/chat/internal/realtime/feed"
 )
 
 // The behaviour suite for this engine is internal/chat's TestRedisEngine;
@@ -32,7 +31,7 @@ func TestMessagesAreStreamEntriesNamedByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.DeleteMessage(ctx, "general", 3, time.Now()); err != nil {
+	if _, err := s.DeleteMessage(ctx, "general", 3, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	xs, err := rdb.XRange(ctx, "chat:{ch:general}:log", "-", "+").Result()
@@ -91,7 +90,7 @@ func TestOpenRejectsBadURL(t *testing.T) {
 func TestFeedRefusesClientsItCannotRoute(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
-	_, err := New(ring, Options{}).Subscribe(func(feed.Notice) {})
+	_, err := New(ring, Options{}).Subscribe(func(chat.Notice) {})
 	if !errors.Is(err, errUnsupportedClient) {
 		t.Fatalf("Subscribe on a Ring: %v, want errUnsupportedClient", err)
 	}

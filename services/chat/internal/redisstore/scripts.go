@@ -22,19 +22,20 @@ import "github.com/redis/go-redis/v9"
 // A user's message (chat.Watch) makes its sender a chatter of the
 // channel (the seen set) and, as a first-time chatter, is counted by the
 // raid watch (raidWatch) after the append.
-// KEYS: seq, log, trim, deleted, seen, raid, shield, shieldoff, [record],
-// then gates. ARGV: history, event json, live channel, now ms, part (""
-// for none), fingerprint, record ms, chatter ("" for none), raid
+// KEYS: seq, log, trim, deleted, seen, raid, shield, shieldoff, modlog,
+// [record], then gates. ARGV: history, event json, live channel, now ms,
+// part ("" for none), fingerprint, record ms, chatter ("" for none), raid
 // threshold (0: no count), raid window ms, shield quiet ms, shield event
-// json, log cap, then one duration ms per gate. Returns {id, 0}, {0, wait
+// json, shield's moderation log entry json, log cap, then one duration
+// ms per gate. Returns {id, 0}, {0, wait
 // ms} when a gate is closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
 local logk, edata = KEYS[2], ARGV[2]
 local part = ARGV[5]
-local first, darg, now = 9, 14, tonumber(ARGV[4])
+local first, darg, now = 10, 15, tonumber(ARGV[4])
 local rec
 if part ~= '' then
-  rec, first = KEYS[9], 10
+  rec, first = KEYS[10], 11
   if redis.call('HEXISTS', rec, part) == 1 then return {0, -1} end
 end
 ` + passGates + `
@@ -60,9 +61,9 @@ end
 redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0.' .. epoch .. ' ' .. ARGV[2])
 local chatter = ARGV[8]
 if chatter ~= '' then redis.call('SADD', KEYS[5], chatter) end
-local seqk, trimk, delk, live, cap = KEYS[1], KEYS[3], KEYS[4], ARGV[3], ARGV[13]
-local raidk, shieldk, offk = KEYS[6], KEYS[7], KEYS[8]
-local rthr, rwin, rquiet, revent = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12]
+local seqk, trimk, delk, live, cap = KEYS[1], KEYS[3], KEYS[4], ARGV[3], ARGV[14]
+local raidk, shieldk, offk, modk = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local rthr, rwin, rquiet, revent, mentry = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], ARGV[13]
 ` + raidWatch + `
 return {id, 0}
 `)
@@ -70,39 +71,100 @@ return {id, 0}
 // raidWatch is the Lua of the raid watch (chat.Raid): it counts chatter
 // as a first-time chatter at now in the sorted set raidk (one member per
 // user, only the last window's and at most the threshold's newest kept,
-// so it stays small), and when the threshold is reached and shield mode
-// is neither on automatically already nor held off by a moderator
-// (offk), it turns it on until now+quiet (shieldk holds that time in ms)
-// and appends the shield_mode event revent. Times are the caller's clock,
-// as gates are; PX only lets Redis forget the keys. Expects locals
-// chatter, now, rthr (0: nothing to count), rwin, rquiet, revent, raidk,
-// shieldk, offk and liveNotice's logk, seqk, trimk, delk, live, cap.
-const raidWatch = `
+// so it stays small), and when the threshold is reached it trips the
+// shield (tripShield). Times are the caller's clock, as gates are; PX
+// only lets Redis forget the keys. Expects locals chatter, now, rthr (0:
+// nothing to count), rwin, raidk and tripShield's.
+var raidWatch = `
 if rthr > 0 and chatter ~= '' then
   redis.call('ZREMRANGEBYSCORE', raidk, '-inf', now - rwin)
   redis.call('ZADD', raidk, now, chatter)
   redis.call('ZREMRANGEBYRANK', raidk, 0, -(rthr + 1))
   redis.call('PEXPIRE', raidk, rwin)
-  local off = tonumber(redis.call('GET', offk) or '0')
-  if redis.call('ZCARD', raidk) >= rthr and off <= now then
-    local was = tonumber(redis.call('GET', shieldk) or '0')
-    redis.call('SET', shieldk, tostring(now + rquiet), 'PX', rquiet)
-    if was <= now then
-      local etype, edata = 'shield_mode', revent
-` + liveNotice + `
-    end
+  if redis.call('ZCARD', raidk) >= rthr then
+` + tripShield + `
   end
 end
 `
+
+// tripShield is the Lua that turns the automatic shield on, unless a
+// moderator holds the raid watch off (offk holds until when, in ms): the
+// shield key shieldk holds its end, now+quiet, and the shield_mode event
+// revent is appended when it was not on already. The key outlives the
+// end by shieldGrace, so that the end is still there to be announced
+// (endShield). The moderation log entry mentry is recorded with the
+// event (modLogAppend). Expects locals now, rquiet, revent, mentry,
+// shieldk, offk, modk and liveNotice's logk, seqk, trimk, delk, live, cap.
+var tripShield = `
+if tonumber(redis.call('GET', offk) or '0') <= now then
+  local was = tonumber(redis.call('GET', shieldk) or '0')
+  redis.call('SET', shieldk, tostring(now + rquiet), 'PX', rquiet + ` + shieldGrace + `)
+  if was <= now then
+    local etype, edata, mat = 'shield_mode', revent, now
+` + liveNotice + modLogAppend + `
+  end
+end
+`
+
+// shieldGrace (ms) is how long an automatic shield's key outlives its
+// end: a day for some replica to announce the end (endShield) before
+// Redis forgets it.
+const shieldGrace = "86400000"
+
+// countBlocked counts a message a filter refused for the raid watch: the
+// sorted set blocked holds the last window's (each under a random
+// member, at most the threshold's newest), and reaching the threshold
+// trips the shield (tripShield).
+// KEYS: blocked, shield, shieldoff, log, seq, trim, deleted, modlog.
+// ARGV: member, now ms, threshold, window ms, quiet ms, shield event json,
+// live channel, log cap, shield's moderation log entry json.
+var countBlocked = redis.NewScript(`
+local blockk, now, rthr, rwin, rquiet, revent = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local shieldk, offk, logk, seqk, trimk, delk, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], ARGV[8]
+local modk, mentry = KEYS[8], ARGV[9]
+redis.call('ZREMRANGEBYSCORE', blockk, '-inf', now - rwin)
+redis.call('ZADD', blockk, now, ARGV[1])
+redis.call('ZREMRANGEBYRANK', blockk, 0, -(rthr + 1))
+redis.call('PEXPIRE', blockk, rwin)
+if redis.call('ZCARD', blockk) >= rthr then
+` + tripShield + `
+end
+return 1
+`)
+
+// endShield ends an automatic shield whose end (the shield key, ms) is at
+// or before now: the key goes and, unless a moderator's shield is on (the
+// settings' shield field), the shield_mode event is appended and the
+// automod's shield_off entry recorded. Atomic, so however many replicas
+// ask, the end is announced and logged once.
+// KEYS: shield, settings, log, seq, trim, deleted, modlog. ARGV: now ms,
+// event json, live channel, log cap, entry json. Returns the end (ms) of
+// a shield still on, else 0.
+var endShield = redis.NewScript(`
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+if v == 0 then return 0 end
+if v > tonumber(ARGV[1]) then return v end
+redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[2], 'shield') ~= '1' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[3], KEYS[4], KEYS[5], KEYS[6], 'shield_mode', ARGV[2], ARGV[3], ARGV[4]
+` + liveNotice + `
+  local modk, mentry, mat = KEYS[7], ARGV[5], ARGV[1]
+` + modLogAppend + `
+end
+return 0
+`)
 
 // holdMessage puts a message in a channel's review queue: expired ones
 // go first, then a full queue refuses (error "LIMIT held"), else the next
 // held id is taken and the message kept (the hash held: id -> json,
 // without the id; the sorted set heldq: id by expiry ms), and the raid
-// watch counts the sender (raidWatch).
+// watch counts the sender (raidWatch), and a hold filter's moderation log
+// entry is recorded with the held id (set in its json).
 // KEYS: held, heldq, heldseq, raid, shield, shieldoff, log, seq, trim,
-// deleted. ARGV: json, now ms, expires ms, max, chatter, raid threshold,
-// raid window ms, quiet ms, shield event json, live channel, log cap.
+// deleted, modlog. ARGV: json, now ms, expires ms, max, chatter, raid
+// threshold, raid window ms, quiet ms, shield event json, shield's
+// moderation log entry json, live channel, log cap, the hold's entry
+// json ("" for none), its ms.
 // Returns the held id.
 var holdMessage = redis.NewScript(`
 local now = tonumber(ARGV[2])
@@ -113,57 +175,59 @@ local id = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], id, ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], id)
 local chatter = ARGV[5]
-local raidk, shieldk, offk = KEYS[4], KEYS[5], KEYS[6]
-local logk, seqk, trimk, delk, live, cap = KEYS[7], KEYS[8], KEYS[9], KEYS[10], ARGV[10], ARGV[11]
-local rthr, rwin, rquiet, revent = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local raidk, shieldk, offk, modk = KEYS[4], KEYS[5], KEYS[6], KEYS[11]
+local logk, seqk, trimk, delk, live, cap = KEYS[7], KEYS[8], KEYS[9], KEYS[10], ARGV[11], ARGV[12]
+local rthr, rwin, rquiet, revent, mentry = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9], ARGV[10]
 ` + raidWatch + `
+if ARGV[13] ~= '' then
+  local held = cjson.decode(ARGV[13])
+  held['held_id'] = id
+  local mentry, mat = cjson.encode(held), ARGV[14]
+` + modLogAppend + `
+end
 return id
 `)
 
 // switchShield sets a channel's shield setting; off also ends an
-// automatic shield, forgets the raid count and holds the raid watch off
+// automatic shield, forgets the raid watch's counts and holds it off
 // until ARGV[2] (ms, compared with the caller's clock); the shield_mode
 // event is appended in the same step.
-// KEYS: settings, shield, shieldoff, raid, log, seq, trim, deleted. ARGV:
-// "1" or "0", hold-off ms, now ms, event json, live channel, log cap.
+// The switch's moderation log entry is recorded in the same step.
+// KEYS: settings, shield, shieldoff, raid, log, seq, trim, deleted,
+// blocked, modlog. ARGV: "1" or "0", hold-off ms, now ms, event json,
+// live channel, log cap, entry json.
 var switchShield = redis.NewScript(`
 redis.call('HSET', KEYS[1], 'shield', ARGV[1])
 if ARGV[1] == '0' then
-  redis.call('DEL', KEYS[2], KEYS[4])
+  redis.call('DEL', KEYS[2], KEYS[4], KEYS[9])
   local ms = tonumber(ARGV[2]) - tonumber(ARGV[3])
   if ms > 0 then redis.call('SET', KEYS[3], ARGV[2], 'PX', ms) end
 end
 local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[5], KEYS[6], KEYS[7], KEYS[8], 'shield_mode', ARGV[4], ARGV[5], ARGV[6]
 ` + liveNotice + `
+local modk, mentry, mat = KEYS[10], ARGV[7], ARGV[3]
+` + modLogAppend + `
 return 1
 `)
 
 // punish applies a filter hit's consequence (chat.Punish) in the users'
-// slot: with a strike (ARGV[2] "1") it counts it in the strikes hash (n,
-// last ms; a last strike older than the expiry starts again at 1) and
-// takes the ladder's step for the count; then it changes the user as
-// updateUser does and records the step's event: appended on one server
-// (KEYS: user, strikes, log, seq, trim, deleted), stored as pending on a
-// cluster (KEYS: user, strikes, pending).
+// slot: with a strike (ARGV[2] "1") it counts it and takes the ladder's
+// step for the count (strikeStep); then it changes the user as
+// updateUser does and records the step's event and moderation log entry:
+// appended on one server (KEYS: user, strikes, log, seq, trim, deleted,
+// modlog), stored as one pending entry on a cluster (KEYS: user, strikes,
+// pending; pendingEvent carries both).
 // ARGV: role, strike, now ms, expiry ms, live channel, revocation
-// channel, log cap, number of steps, then six per step: penalty, timeout
+// channel, log cap, number of steps, then eight per step: penalty, timeout
 // end, reason, event type ("" for none), event json (on a cluster the
-// pending entry), pending key. Returns {strikes, step (1-based), user
+// pending entry), pending key, entry json, entry ms. Returns {strikes, step (1-based), user
 // fields...}, or an error status.
 var punish = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
-local n, step, now = 0, 1, tonumber(ARGV[3])
-if ARGV[2] == '1' then
-  local last = tonumber(redis.call('HGET', KEYS[2], 'last') or '0')
-  n = tonumber(redis.call('HGET', KEYS[2], 'n') or '0')
-  if now - last > tonumber(ARGV[4]) then n = 0 end
-  n = n + 1
-  redis.call('HSET', KEYS[2], 'n', n, 'last', now)
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-  step = math.min(n, tonumber(ARGV[8]))
-end
-local b = 9 + (step - 1) * 6
+local strikesk, strike, now, expiry, steps = KEYS[2], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[8])
+` + strikeStep + `
+local b = 9 + (step - 1) * 8
 local kind, untilv, reason, etype, edata, pkey = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
 if kind == 'timeout' then
   redis.call('HSET', KEYS[1], 'timeout_until', untilv, 'reason', reason)
@@ -171,16 +235,42 @@ elseif kind == 'ban' then
   redis.call('HSET', KEYS[1], 'banned', 'true', 'timeout_until', '', 'reason', reason)
   redis.call('PUBLISH', ARGV[6], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
 end
-if etype ~= '' and #KEYS == 3 then
+if pkey ~= '' and #KEYS == 3 then
   redis.call('HSET', KEYS[3], pkey, edata)
 elseif etype ~= '' then
   local logk, seqk, trimk, delk, live, cap = KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[5], ARGV[7]
 ` + liveNotice + `
 end
+if #KEYS == 7 then
+  local modk, mentry, mat = KEYS[7], ARGV[b + 6], ARGV[b + 7]
+` + modLogAppend + `
+end
 local out = {n, step}
 for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do out[#out + 1] = v end
 return out
 `)
+
+// strikeStep is the Lua of the strike ladder (chat.Punish), shared by
+// punish (platform-wide filters, the users' slot) and punishIn (a
+// channel's own, the channel's slot): with strike "1" it counts a strike
+// in the hash strikesk (n, last ms; a last strike older than expiry ms
+// starts again at 1, and the hash is forgotten expiry ms after the last)
+// and takes the ladder's step for the count, the last of steps once past
+// the end; without, step 1. Expects locals strikesk, strike, now (ms),
+// expiry and steps; leaves n (the count, 0 without a strike) and step
+// (1-based).
+const strikeStep = `
+local n, step = 0, 1
+if strike == '1' then
+  local last = tonumber(redis.call('HGET', strikesk, 'last') or '0')
+  n = tonumber(redis.call('HGET', strikesk, 'n') or '0')
+  if now - last > tonumber(expiry) then n = 0 end
+  n = n + 1
+  redis.call('HSET', strikesk, 'n', n, 'last', now)
+  redis.call('PEXPIRE', strikesk, expiry)
+  step = math.min(n, steps)
+end
+`
 
 // entryEpoch is the Lua that finds the log's last entry, prev ("<entry
 // id>.<epoch>", or "0-0" for an empty log), and the epoch of the entry
@@ -239,27 +329,37 @@ end
 // channel's slot, records that this pending entry was appended. The marker
 // is written after the append, which writes nothing if it fails, so a
 // failed attempt leaves no trace and the next one starts clean.
-// KEYS: log, seq, marker, trim, deleted. ARGV: event type, event json,
-// live channel, marker lifetime (seconds), log cap. Returns 1 appended, 0
+// The entry's moderation log entry, if any, is recorded in the same step.
+// KEYS: log, seq, marker, trim, deleted, modlog. ARGV: event type (""
+// for none), event json, live channel, marker lifetime (seconds), log
+// cap, entry json ("" for none), entry ms. Returns 1 appended, 0
 // appended before.
 var appendPending = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+if ARGV[1] ~= '' then
+  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 ` + liveNotice + `
+end
+local modk, mentry, mat = KEYS[6], ARGV[6], ARGV[7]
+` + modLogAppend + `
 redis.call('SET', KEYS[3], '1', 'EX', ARGV[4])
 return 1
 `)
 
 // deleteMessage marks a message deleted once and appends the
-// message_deleted event after the channel's last message.
-// KEYS: log, seq, deleted, trim. ARGV: id, deleted_at ms, event json, live
-// channel, log cap. Returns 0 not found, 1 deleted, 2 already deleted.
+// message_deleted event after the channel's last message, and records
+// the moderation log entry (if any) in the same step.
+// KEYS: log, seq, deleted, trim, modlog. ARGV: id, deleted_at ms, event
+// json, live channel, log cap, entry json, entry ms. Returns 0 not found,
+// 1 deleted, 2 already deleted.
 var deleteMessage = redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', ARGV[1] .. '-0')
 if #e == 0 then return 0 end
 if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then return 2 end
 local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[1], KEYS[2], KEYS[4], KEYS[3], 'message_deleted', ARGV[3], ARGV[4], ARGV[5]
 ` + liveNotice + `
+local modk, mentry, mat = KEYS[5], ARGV[6], ARGV[7]
+` + modLogAppend + `
 return 1
 `)
 
@@ -312,36 +412,41 @@ return redis.error_reply('CONFLICT')
 `)
 
 // updateUser changes fields only if the user still holds the expected role
-// and, with an event, records it in the same step. On one server (KEYS:
-// user, log, seq, trim, deleted) the event is appended to the channel's
+// and, with an event and a moderation log entry, records them in the same
+// step. On one server (KEYS: user, log, seq, trim, deleted, modlog) the
+// event is appended to the channel's log and the entry to its moderation
 // log right here.
-// On a cluster the channel lives in another slot, so the script stores the
-// event in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
+// On a cluster the channel lives in another slot, so the script stores
+// both in the users' pending hash instead (KEYS: user, pending; ARGV[3] is
 // then the pending entry and ARGV[4] its key), in the same slot as the user:
 // the change and the promise of its event are one atomic step, and the
 // engine appends the event next (appendPending), once, or any replica's
-// feed does later (Store.drainPending).
+// repair does later (Store.RepairPending).
 // A ban is announced on the revocation channel, so every replica closes
 // the user's sockets.
 // ARGV: role, event type (empty for none), event json, live channel,
-// revocation channel, log cap, then field/value pairs. Returns the user's
-// fields, or an error status.
+// revocation channel, log cap, entry json ("" for none), entry ms, then
+// field/value pairs. Returns the user's fields, or an error status.
 var updateUser = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTFOUND') end
 if redis.call('HGET', KEYS[1], 'role') ~= ARGV[1] then return redis.error_reply('CONFLICT') end
 local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 9, #ARGV do fields[#fields + 1] = ARGV[i] end
 if #fields > 0 then redis.call('HSET', KEYS[1], unpack(fields)) end
 for i = 1, #fields - 1, 2 do
   if fields[i] == 'banned' and fields[i + 1] == 'true' then
     redis.call('PUBLISH', ARGV[5], 'banned ' .. redis.call('HGET', KEYS[1], 'id'))
   end
 end
-if ARGV[2] ~= '' and #KEYS == 2 then
+if #KEYS == 2 then
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[3])
-elseif ARGV[2] ~= '' then
-  local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
+elseif #KEYS == 6 then
+  if ARGV[2] ~= '' then
+    local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[3], ARGV[4], ARGV[6]
 ` + liveNotice + `
+  end
+  local modk, mentry, mat = KEYS[6], ARGV[7], ARGV[8]
+` + modLogAppend + `
 end
 return redis.call('HGETALL', KEYS[1])
 `)

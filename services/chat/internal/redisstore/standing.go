@@ -71,8 +71,13 @@ func (s *Store) ChannelRoles(ctx context.Context, channel string) (map[string]ch
 }
 
 // SetChannelRole implements chat.Store.
-func (s *Store) SetChannelRole(ctx context.Context, channel, id string, ifRole, role chat.Role, max int) error {
-	err := setChannelRole.Run(ctx, s.rdb, []string{s.ck(channel, "roles")}, id, string(ifRole), string(role), max).Err()
+func (s *Store) SetChannelRole(ctx context.Context, channel, id string, ifRole, role chat.Role, max int, log *chat.ModEntry) error {
+	margs, err := modArgs(log)
+	if err != nil {
+		return err
+	}
+	err = setChannelRole.Run(ctx, s.rdb, []string{s.ck(channel, "roles"), s.modKey(channel)},
+		append([]any{id, string(ifRole), string(role), max}, margs...)...).Err()
 	if err != nil && strings.HasPrefix(err.Error(), "LIMIT roles") {
 		return chat.LimitReached(chat.QuotaChannelRoles, max)
 	}
@@ -82,7 +87,7 @@ func (s *Store) SetChannelRole(ctx context.Context, channel, id string, ifRole, 
 // SetModeration implements chat.Store: the standing and its event are one
 // script, in the channel's slot, so even on a Cluster the event needs no
 // pending step (UpdateUser's).
-func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.Standing, ev *chat.Event) error {
+func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.Standing, ev *chat.Event, log *chat.ModEntry) error {
 	m.Role = "" // kept in the roles hash
 	var data []byte
 	if m != (chat.Standing{}) {
@@ -91,8 +96,13 @@ func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.St
 			return fmt.Errorf("encode ban: %w", err)
 		}
 	}
-	keys := []string{s.ck(channel, "bans"), s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted")}
-	args := []any{id, data, "", "", s.ck(channel, "live"), s.logCap()}
+	margs, err := modArgs(log)
+	if err != nil {
+		return err
+	}
+	keys := []string{s.ck(channel, "bans"), s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"),
+		s.modKey(channel)}
+	args := []any{id, data, "", "", s.ck(channel, "live"), s.logCap(), margs[0], margs[1]}
 	if ev != nil {
 		if ev.Channel != channel {
 			return fmt.Errorf("set moderation: the event must be in the channel (%s, not %s)", channel, ev.Channel)
@@ -117,7 +127,7 @@ func (s *Store) SetModeration(ctx context.Context, channel, id string, m chat.St
 func (s *Store) punishInChannel(ctx context.Context, p chat.Punish) (chat.Punishment, error) {
 	ch := p.Channel
 	keys := []string{s.ck(ch, "roles"), s.ck(ch, "bans"), s.ck(ch, "strikes:"+p.User),
-		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+		s.ck(ch, "log"), s.ck(ch, "seq"), s.ck(ch, "trim"), s.ck(ch, "deleted"), s.modKey(ch)}
 	args := []any{p.User, string(p.IfRole), flag(p.Strike), p.Now.UnixMilli(), chat.StrikeExpiry.Milliseconds(),
 		s.ck(ch, "live"), s.logCap(), len(p.Ladder)}
 	for _, st := range p.Ladder {
@@ -139,7 +149,11 @@ func (s *Store) punishInChannel(ctx context.Context, p chat.Punish) (chat.Punish
 			}
 			etype = []byte(st.Event.Type)
 		}
-		args = append(args, ban, etype, edata)
+		margs, err := modArgs(st.Log)
+		if err != nil {
+			return chat.Punishment{}, err
+		}
+		args = append(args, ban, etype, edata, margs[0], margs[1])
 	}
 	res, err := punishIn.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -157,55 +171,57 @@ func (s *Store) punishInChannel(ctx context.Context, p chat.Punish) (chat.Punish
 }
 
 // punishIn applies a channel filter's consequence if the user's role in
-// the channel is still the expected one: counts the strike (when asked),
-// stores the step's ban or timeout as the user's standing there and
-// appends its event (liveNotice). Replies {strikes, step}.
-// KEYS: roles, bans, strikes, log, seq, trim, deleted. ARGV: user id,
-// expected role ("" none), strike flag, now ms, strike expiry ms, live
+// the channel is still the expected one: counts the strike (when asked,
+// strikeStep), stores the step's ban or timeout as the user's standing
+// there, appends its event (liveNotice) and records its moderation log
+// entry (modLogAppend). Replies {strikes, step}.
+// KEYS: roles, bans, strikes, log, seq, trim, deleted, modlog. ARGV: user
+// id, expected role ("" none), strike flag, now ms, strike expiry ms, live
 // channel, log cap, steps; then per step: standing json ("" for a
-// warning), event type ("" for none), event json.
+// warning), event type ("" for none), event json, entry json, entry ms.
 var punishIn = redis.NewScript(`
 if (redis.call('HGET', KEYS[1], ARGV[1]) or '') ~= ARGV[2] then return redis.error_reply('CONFLICT') end
-local n, step, now = 0, 1, tonumber(ARGV[4])
-if ARGV[3] == '1' then
-  local last = tonumber(redis.call('HGET', KEYS[3], 'last') or '0')
-  n = tonumber(redis.call('HGET', KEYS[3], 'n') or '0')
-  if now - last > tonumber(ARGV[5]) then n = 0 end
-  n = n + 1
-  redis.call('HSET', KEYS[3], 'n', n, 'last', now)
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  step = math.min(n, tonumber(ARGV[8]))
-end
-local b = 9 + (step - 1) * 3
+local strikesk, strike, now, expiry, steps = KEYS[3], ARGV[3], tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[8])
+` + strikeStep + `
+local b = 9 + (step - 1) * 5
 if ARGV[b] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[b]) end
 if ARGV[b + 1] ~= '' then
   local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[b + 1], ARGV[b + 2], ARGV[6], ARGV[7]
 ` + liveNotice + `
 end
+local modk, mentry, mat = KEYS[8], ARGV[b + 3], ARGV[b + 4]
+` + modLogAppend + `
 return {n, step}
 `)
 
 // setChannelRole gives a role in a channel, or takes it back (role ""),
 // if the user's role there is still the expected one, and counts the roles
-// given there against the limit in the same step.
-// KEYS: roles. ARGV: user id, expected role ("" none), role, max (0: none).
+// given there against the limit, and records the moderation log entry, in
+// the same step.
+// KEYS: roles, modlog. ARGV: user id, expected role ("" none), role, max
+// (0: none), entry json, entry ms.
 var setChannelRole = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1]) or ''
 if cur ~= ARGV[2] then return redis.error_reply('CONFLICT') end
+local modk, mentry, mat = KEYS[2], ARGV[5], ARGV[6]
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
+` + modLogAppend + `
   return 1
 end
 local max = tonumber(ARGV[4])
 if cur == '' and max > 0 and redis.call('HLEN', KEYS[1]) >= max then return redis.error_reply('LIMIT roles') end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+` + modLogAppend + `
 return 1
 `)
 
 // setModeration stores a user's ban or timeout in a channel ("" forgets
-// it) and appends its event to the channel's log (liveNotice), at once.
-// KEYS: bans, log, seq, trim, deleted. ARGV: user id, json, event type (""
-// for none), event json, live channel, log cap.
+// it), appends its event to the channel's log (liveNotice) and records
+// the moderation log entry (modLogAppend), at once.
+// KEYS: bans, log, seq, trim, deleted, modlog. ARGV: user id, json, event
+// type ("" for none), event json, live channel, log cap, entry json
+// ("" for none), entry ms.
 var setModeration = redis.NewScript(`
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
@@ -216,5 +232,7 @@ if ARGV[3] ~= '' then
   local logk, seqk, trimk, delk, etype, edata, live, cap = KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 ` + liveNotice + `
 end
+local modk, mentry, mat = KEYS[6], ARGV[7], ARGV[8]
+` + modLogAppend + `
 return 1
 `)

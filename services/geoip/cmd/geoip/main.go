@@ -55,15 +55,15 @@ const usage = `geoip: the IP location service (ipapi.co's API).
 
 Usage:
   geoip [serve]               serve the HTTP API (the default)
-  geoip convert -o OUT.BIN [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...
-                              write an IP2Location DB11 BIN file from MMDB city databases
-                              and IP2Location CSV files
+  geoip convert -o OUT.BIN|OUT.csv [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...
+                              write an IP2Location DB11 BIN file (or CSV) from MMDB city
+                              databases and IP2Location CSV files
   geoip healthcheck           exit 0 when the local server's /healthz answers 200
                               (for Docker: the images have no shell or curl)
   geoip help                  print this help (also -h, --help)
 
 convert flags:
-  -o FILE       output BIN file (required)
+  -o FILE       output BIN file, or a DB11 CSV when FILE ends in .csv (required)
   -sample       keep only a small sample (well-known resolvers, one network per region)
                 and no index: the embedded sample
   -date DATE    build date to write, YYYY-MM-DD (default: the newest input's)
@@ -429,11 +429,11 @@ func warmZones(ctx context.Context, db *dbfile.Manager, zones *tz.Finder, log *s
 
 func convertCmd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	out := fs.String("o", "", "output BIN file (required)")
+	out := fs.String("o", "", "output BIN file, or a DB11 CSV when it ends in .csv (required)")
 	sampleOnly := fs.Bool("sample", false, "keep only a small sample (well-known resolvers, one network per region) and no index: the embedded sample")
 	date := fs.String("date", "", "build date to write, YYYY-MM-DD (default: newest input's)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: geoip convert -o OUT.BIN [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...")
+		fmt.Fprintln(fs.Output(), "usage: geoip convert -o OUT.BIN|OUT.csv [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -459,8 +459,12 @@ func convertCmd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d IPv4 and %d IPv6 ranges, %d locations, %d bytes, dated %s, in %s\n",
-		*out, st.Rows4, st.Rows6, st.Locations, st.Bytes, st.Date.Format(time.DateOnly), time.Since(start).Round(time.Millisecond))
+	dated := "" // a CSV records no date
+	if !st.Date.IsZero() {
+		dated = ", dated " + st.Date.Format(time.DateOnly)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d IPv4 and %d IPv6 ranges, %d locations, %d bytes%s, in %s\n",
+		*out, st.Rows4, st.Rows6, st.Locations, st.Bytes, dated, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

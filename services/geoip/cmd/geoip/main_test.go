@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/apistack/platform/services/geoip/internal/config"
+	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
@@ -88,10 +89,11 @@ func TestServeLoadsAndStops(t *testing.T) {
 	}
 }
 
+// sampleFile writes the embedded sample as a BIN file in the test's directory.
 func sampleFile(t *testing.T) string {
 	t.Helper()
-	path, err := filepath.Abs("../../internal/sample/dbip-city-lite-sample.BIN")
-	if err != nil {
+	path := filepath.Join(t.TempDir(), "sample.BIN")
+	if err := os.WriteFile(path, sample.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -93,6 +93,20 @@ func TestLocationFragmentsAnswerAsTheRecordOnFullData(t *testing.T) {
 	sameAnswersByLocation(t, m, 100000)
 }
 
+// The MMDB reader keys its records by their offset in the file: the answers from their
+// fragments are those built from the record, on the full DB-IP IPv4 file as served.
+func TestLocationFragmentsAnswerAsTheRecordOnFullMMDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the full DB-IP database")
+	}
+	m, err := dbfile.New(dbfile.Config{Path: testdb.MMDB(t, testdb.IPv4), TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	sameAnswersByLocation(t, m, 100000)
+}
+
 // keyedFake is one location (New York) in one row, on a clock the test moves: its UTC
 // offset changes at end.
 type keyedFake struct {

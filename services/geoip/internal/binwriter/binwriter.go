@@ -475,3 +475,31 @@ func dash(s string) string {
 	}
 	return s
 }
+
+func (a u128) addr(is4 bool) netip.Addr {
+	if is4 {
+		return netip.AddrFrom4([4]byte{byte(a.lo >> 24), byte(a.lo >> 16), byte(a.lo >> 8), byte(a.lo)})
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], a.hi)
+	binary.BigEndian.PutUint64(b[8:], a.lo)
+	return netip.AddrFrom16(b)
+}
+
+// Ranges calls fn for every range added, IPv4 then IPv6, each family in the order
+// the ranges were added (neighbours with one location merged), and stops at fn's
+// first error. Adding the same ranges in this order to a new Builder interns the
+// locations in the same order, so it writes the same file.
+func (b *Builder) Ranges(fn func(from, to netip.Addr, loc Location) error) error {
+	for _, sec := range []struct {
+		spans []span
+		is4   bool
+	}{{b.v4, true}, {b.v6, false}} {
+		for _, s := range sec.spans {
+			if err := fn(s.from.addr(sec.is4), s.to.addr(sec.is4), b.locs[s.loc]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -3,6 +3,7 @@
 package convert
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -43,8 +44,9 @@ var SampleAddrs = []string{
 	"2606:4700:4700::1111", "2620:fe::fe",
 }
 
-// Files converts the inputs (".mmdb" or ".csv", by extension) into one BIN at out. The file
-// is written beside out and renamed into place, so readers never see half a file.
+// Files converts the inputs (".mmdb" or ".csv", by extension) into one BIN at out, or, when
+// out ends in ".csv", into one IP2Location DB11 CSV (see WriteCSV). The file is written
+// beside out and renamed into place, so readers never see half a file.
 func Files(out string, inputs []string, opts Options) (Stats, error) {
 	if len(inputs) == 0 {
 		return Stats{}, errors.New("convert: no input files")
@@ -69,7 +71,12 @@ func Files(out string, inputs []string, opts Options) (Stats, error) {
 		return Stats{}, fmt.Errorf("convert: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	st, err := c.write(tmp)
+	var st Stats
+	if strings.EqualFold(filepath.Ext(out), ".csv") {
+		st, err = c.writeCSV(tmp)
+	} else {
+		st, err = c.write(tmp)
+	}
 	if cerr := tmp.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -158,6 +165,20 @@ func (c *converter) write(w io.Writer) (Stats, error) {
 	date = date.UTC()
 	st, err := c.b.Write(w, binwriter.Options{Date: date, NoIndex: c.opts.Sample})
 	return Stats{Stats: st, Date: date}, err
+}
+
+// BIN converts an IP2Location CSV read from r into a BIN file in memory. The embedded
+// sample is kept as CSV (text in git, readable in review) and built by this at start.
+func BIN(r io.Reader, opts Options) ([]byte, error) {
+	c := newConverter(opts)
+	if err := c.addCSV(r); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := c.write(&buf); err != nil {
+		return nil, fmt.Errorf("convert: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 func (c *converter) seeDate(t time.Time) {

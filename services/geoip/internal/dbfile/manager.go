@@ -509,6 +509,7 @@ func (d movedDB) Info() lookup.Info {
 	return info
 }
 
-// Keys is m itself: its LocationKey answers for the database serving, reporting no key
-// when that database has none (an MMDB file), so the answer engine asks it per request.
+// Keys is m itself: its LocationKey answers for the database serving (a BIN keys its rows
+// by their location cells, an MMDB its records by their offset), reporting no key when
+// that database has none, so the answer engine asks it per request.
 func (m *Manager) Keys() lookup.KeyedSource { return m }

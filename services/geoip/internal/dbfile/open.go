@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/mmdb"
+	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // Open loads a database file into memory: ".bin" as IP2Location BIN, ".mmdb" as MaxMind
@@ -24,13 +26,31 @@ func Open(path string) (lookup.DB, error) {
 	case ".bin":
 		return ip2bin.Load(path)
 	case ".mmdb":
-		return mmdb.Load(path)
+		return withZones(mmdb.Load(path))
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read database: %w", err)
 	}
 	return OpenBytes(data, path)
+}
+
+// withZones names the time zones of an MMDB's records once (mmdb.DB.NameZones) with
+// polygons loaded for that and freed after: DB-IP's files name none, and the service kept
+// the polygons (about 100 MB of heap) for the life of the process to name them at each
+// lookup. The freed memory goes back to the system at once (the heap would otherwise stay
+// that large until the scavenger returns it).
+func withZones(db *mmdb.DB, err error) (lookup.DB, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := db.NameZones(tz.Namer); err != nil {
+		return db, nil // the lookups' time zones name them, as before
+	}
+	if db.Info().ZoneNames {
+		debug.FreeOSMemory()
+	}
+	return db, nil
 }
 
 // mmdbMarker starts the metadata section at the end of every MaxMind DB file.
@@ -43,7 +63,7 @@ func OpenBytes(data []byte, source string) (lookup.DB, error) {
 		tail = tail[len(tail)-128<<10:]
 	}
 	if bytes.Contains(tail, mmdbMarker) {
-		return mmdb.OpenBytes(data, source)
+		return withZones(mmdb.OpenBytes(data, source))
 	}
 	return ip2bin.OpenBytes(data, source)
 }

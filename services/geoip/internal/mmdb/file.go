@@ -1,6 +1,7 @@
 package mmdb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -21,6 +22,8 @@ var ErrClosed = errors.New("mmdb database closed")
 // LoadFile read the file into: no lookup may read it after.
 type File struct {
 	r       *maxminddb.Reader
+	raw     []byte // the whole file
+	data    []byte // its data section, which Result.Offset indexes
 	info    lookup.Info
 	what    string // "mmdb", "asn database": names the file in errors
 	mu      sync.RWMutex
@@ -58,7 +61,7 @@ func OpenFile(data []byte, source, what string, check func(*maxminddb.Reader) er
 			return nil, fmt.Errorf("open %s %s: %w", what, source, err)
 		}
 	}
-	return &File{r: r, what: what, info: lookup.Info{
+	return &File{r: r, what: what, raw: data, data: dataSection(data, r.Metadata), info: lookup.Info{
 		Format:    "mmdb",
 		Type:      r.Metadata.DatabaseType,
 		BuildDate: r.Metadata.BuildTime().UTC(),
@@ -123,3 +126,18 @@ func (f *File) Lookup(addr netip.Addr, decode func(maxminddb.Result) (lookup.Rec
 	rec.Network = res.Prefix()
 	return rec, nil
 }
+
+// dataSection is the part of data after the search tree and its 16-byte separator, up to
+// the metadata marker (as maxminddb.OpenBytes, which has checked these bounds, finds it);
+// nil if it cannot be found, which leaves lookups to the library's decoder.
+func dataSection(data []byte, md maxminddb.Metadata) []byte {
+	end := bytes.LastIndex(data, metadataMarker)
+	start := md.NodeCount*(md.RecordSize/4) + 16
+	if end < 0 || start > uint(end) {
+		return nil
+	}
+	return data[start:end:end]
+}
+
+// metadataMarker starts the metadata section at the end of every MaxMind DB file.
+var metadataMarker = []byte("\xab\xcd\xefMaxMind.com")

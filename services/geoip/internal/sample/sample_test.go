@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/apistack/platform/services/geoip/internal/convert"
 	"github.com/apistack/platform/services/geoip/internal/mmdb"
@@ -78,22 +79,32 @@ func TestSampleCoversCountries(t *testing.T) {
 	t.Logf("%d countries answer in the sample", len(seen))
 }
 
-// TestSampleIsUpToDate regenerates the sample from the shared data (what `make
-// geoip-sample` does) and compares it with the embedded file byte for byte; it also checks
+// TestSampleIsUpToDate regenerates the sample's CSV from the shared data (what `make
+// geoip-sample` does) and compares it with the embedded one byte for byte; it also checks
 // that the sample answers what the source does for the well-known addresses.
 func TestSampleIsUpToDate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-data test skipped in -short mode")
 	}
 	v4, v6 := testdb.MMDB(t, testdb.IPv4), testdb.MMDB(t, testdb.IPv6)
-	out := filepath.Join(t.TempDir(), "sample.BIN")
+	out := filepath.Join(t.TempDir(), "sample.csv")
 	testdb.RunConvert(t, "-sample", "-o", out, v4, v6)
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, sample.Bytes()) {
+	if !bytes.Equal(got, sample.CSV()) {
 		t.Fatalf("the embedded sample differs from a fresh conversion; run make geoip-sample")
+	}
+	// The BIN built from the CSV is the BIN the converter writes from the sources.
+	bin := filepath.Join(t.TempDir(), "sample.BIN")
+	testdb.RunConvert(t, "-sample", "-date", sample.Date.Format(time.DateOnly), "-o", bin, v4, v6)
+	direct, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(direct, sample.Bytes()) {
+		t.Fatalf("the BIN built from the embedded CSV (%d bytes) differs from the sources' (%d bytes)", len(sample.Bytes()), len(direct))
 	}
 	src4, err := mmdb.Load(v4)
 	if err != nil {

@@ -61,6 +61,19 @@ func New() *Finder {
 	return z
 }
 
+// Namer loads the polygon data into a finder of its own and returns its search, uncached:
+// for naming many coordinates once (an MMDB's records when it loads, mmdb.DB.NameZones),
+// after which the caller drops it and the collector frees the polygons (about 100 MB of
+// heap), where New's Finder keeps them for the life of the process. It names coordinates
+// as Finder.Name does.
+func Namer() (func(lat, lon float64) string, error) {
+	f, err := tzf.NewDefaultFinder()
+	if err != nil {
+		return nil, fmt.Errorf("load time zone polygons: %w", err)
+	}
+	return func(lat, lon float64) string { return f.GetTimezoneName(lon, lat) }, nil
+}
+
 // Loaded reports whether the polygon data has been loaded.
 func (z *Finder) Loaded() bool { return z.loaded.Load() }
 

@@ -1,6 +1,11 @@
-// Package feed is how an engine tells a replica's live delivery that a
-// channel's log grew: a notice per appended event, carrying the event and
-// the cursor of the one before it, for the channels the replica watches.
+package chat
+
+import "context"
+
+// The live-delivery contract: how an engine tells a replica that a
+// channel's log grew, or that a user's sockets must close. Both engines
+// implement FeedSource beside Store; live delivery (internal/realtime) is
+// handed one and never looks into the engine.
 //
 // A notice is a hint with a shortcut, never the only copy: the event log
 // stays the record. A replica applies a notice's event directly when its
@@ -9,45 +14,38 @@
 // its own cursor. A notice without an event (Event nil) only says "read the
 // log": engines send one when a watch becomes active and after they
 // reconnect, so whatever was appended while nobody listened is found.
-package feed
-
-import (
-	"context"
-
-	"github.com/apistack/platform/services/chat/internal/chat"
-)
 
 // Revocation reasons: why a user's open sockets must close.
 const (
-	// Deleted: the user was deleted (its token no longer exists).
-	Deleted = "deleted"
-	// Banned: the user was banned.
-	Banned = "banned"
-	// Recheck: revocations may have been missed (the feed reconnected):
-	// check every user that has a socket open.
-	Recheck = "recheck"
+	// RevokeDeleted: the user was deleted (its token no longer exists).
+	RevokeDeleted = "deleted"
+	// RevokeBanned: the user was banned.
+	RevokeBanned = "banned"
+	// RevokeRecheck: revocations may have been missed (the feed
+	// reconnected): check every user that has a socket open.
+	RevokeRecheck = "recheck"
 )
 
-// Failure reasons: what went wrong with a feed's connection to its engine
-// (a closed set, as they label a metric).
+// Feed failure reasons: what went wrong with a feed's connection to its
+// engine (a closed set, as they label a metric).
 const (
-	// FailConnect: a connection could not be opened.
-	FailConnect = "connect"
-	// FailSubscribe: the engine refused a (re)subscription with an error
-	// reply.
-	FailSubscribe = "subscribe"
-	// FailReceive: an open connection broke, or went silent.
-	FailReceive = "receive"
-	// FailPlace: the server that owns a channel could not be found (a
+	// FeedFailConnect: a connection could not be opened.
+	FeedFailConnect = "connect"
+	// FeedFailSubscribe: the engine refused a (re)subscription with an
+	// error reply.
+	FeedFailSubscribe = "subscribe"
+	// FeedFailReceive: an open connection broke, or went silent.
+	FeedFailReceive = "receive"
+	// FeedFailPlace: the server that owns a channel could not be found (a
 	// Redis Cluster's slot map could not be read).
-	FailPlace = "place"
+	FeedFailPlace = "place"
 )
 
-// Failure is a failure the feed met and recovers from by itself (it
+// FeedFailure is a failure the feed met and recovers from by itself (it
 // retries, and every watched channel reads its log once its subscription
 // is back): reported so the replica logs and counts it.
-type Failure struct {
-	Reason string // FailConnect, FailSubscribe, FailReceive or FailPlace
+type FeedFailure struct {
+	Reason string // FeedFailConnect, FeedFailSubscribe, FeedFailReceive or FeedFailPlace
 	// Server names the engine's server ("" for the only one).
 	Server string
 	Err    error
@@ -57,23 +55,24 @@ type Failure struct {
 // that a user's sockets must close, or, with Failure set, that the feed
 // failed (and nothing else).
 type Notice struct {
-	Failure *Failure
+	Failure *FeedFailure
 
-	// Revoke is a revocation reason (Deleted, Banned, Recheck); empty for
-	// a channel notice. User names the user (empty with Recheck).
+	// Revoke is a revocation reason (RevokeDeleted, RevokeBanned,
+	// RevokeRecheck); empty for a channel notice. User names the user
+	// (empty with RevokeRecheck).
 	Revoke string
 	User   string
 
 	Channel string
 	// Prev is the cursor of the event before Event in the log (zero for
 	// the channel's first event).
-	Prev chat.Cursor
+	Prev Cursor
 	// Event is the appended event, or nil: read the log.
-	Event *chat.Event
+	Event *Event
 }
 
-// Source is implemented by engines whose log can notify.
-type Source interface {
+// FeedSource is implemented by engines whose log can notify (both do).
+type FeedSource interface {
 	// Subscribe starts a feed that calls fn with the notices of every
 	// channel it watches, and with every revocation. fn may be called from
 	// several goroutines at once (the Redis engine has one per server it
@@ -100,3 +99,12 @@ type Feed interface {
 	// Close stops the feed.
 	Close() error
 }
+
+// UserLookup finds users by id: what a RevokeRecheck needs of the engine
+// (every Store is one).
+type UserLookup interface {
+	// UsersByID returns the users among ids that exist.
+	UsersByID(ctx context.Context, ids []string) (map[string]User, error)
+}
+
+var _ UserLookup = Store(nil)
