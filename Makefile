@@ -25,8 +25,9 @@ build: ## Build bin/geoip, bin/chat and bin/items-example
 .PHONY: test
 test: ## Every module's tests with the race detector (REQUIRE_REDIS=1 fails instead of skipping without redis-server), then geoip's and chat's memory tests without it
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...); done
-	@echo "== libs/apiserver/internal/fieldmem on a 32-bit target (GOARCH=386)"
+	@echo "== libs/apiserver/internal/fieldmem on a 32-bit target (GOARCH=386); the library's allocation counts (skipped under -race)"
 	cd libs/apiserver && GOARCH=386 $(GO) test -count=1 ./internal/fieldmem/
+	cd libs/apiserver && $(GO) test -count=1 -run '^TestPathValuesSpareTheWayBack$$' -v .
 	@echo "== services/geoip resident memory, services/chat memory per idle socket (skipped under -race)"
 	cd services/geoip && $(GO) test -count=1 -run '^TestResidentMemoryAfterLoad$$' -v ./internal/dbfile/
 	cd services/chat && $(GO) test -count=1 -run '^TestIdleSocketMemory$$' -v ./internal/realtime/

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,6 +69,32 @@ func librarySrv(b *testing.B, logLevel string, metrics bool, limit *apiserver.Ra
 	return s.Handler()
 }
 
+// tracedSrv is librarySrv("warn", true, nil) with tracing on, sampling ratio of new
+// traces, exporting to a loopback collector that accepts and drops every batch.
+func tracedSrv(b *testing.B, ratio string) http.Handler {
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(collector.Close)
+	vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio}
+	s, err := apiserver.New(apiserver.Config[struct{}]{
+		Getenv:       func(k string) string { return vars[k] },
+		Env:          "production",
+		RateLimitMax: 1 << 30,
+		Logger:       slog.New(slog.NewJSONHandler(discard{}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Stop(context.Background()) })
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/items"},
+		func(c *apiserver.Context[struct{}], in *benchIn) (benchList, error) {
+			return page(in.Limit, in.Offset), nil
+		})
+	return s.Handler()
+}
+
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
@@ -118,6 +145,9 @@ func BenchmarkItems(b *testing.B) {
 		{"library-bare", librarySrv(b, "warn", false, apiserver.NoRateLimit)},
 		{"library", librarySrv(b, "warn", true, nil)},
 		{"library-accesslog", librarySrv(b, "info", true, nil)},
+		{"library-traced-0pct", tracedSrv(b, "0")},
+		{"library-traced-10pct", tracedSrv(b, "0.1")},
+		{"library-traced-100pct", tracedSrv(b, "1")},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -155,6 +185,7 @@ func BenchmarkItemsInterleaved(b *testing.B) {
 		{name: "plain-gin", h: plainGin()},
 		{name: "library-bare", h: librarySrv(b, "warn", false, apiserver.NoRateLimit)},
 		{name: "library", h: librarySrv(b, "warn", true, nil)},
+		{name: "library-traced-10pct", h: tracedSrv(b, "0.1")},
 	}
 	req := httptest.NewRequest("GET", "/items?limit=10&offset=0", nil)
 	req.RemoteAddr = "192.0.2.1:1234"
@@ -235,9 +266,9 @@ func BenchmarkItemsHTTPInterleaved(b *testing.B) {
 		url  string
 		took time.Duration
 	}{
-		{name: "plain-gin"}, {name: "library-bare"}, {name: "library"},
+		{name: "plain-gin"}, {name: "library-bare"}, {name: "library"}, {name: "library-traced-10pct"},
 	}
-	for i, h := range []http.Handler{plainGin(), librarySrv(b, "warn", false, apiserver.NoRateLimit), librarySrv(b, "warn", true, nil)} {
+	for i, h := range []http.Handler{plainGin(), librarySrv(b, "warn", false, apiserver.NoRateLimit), librarySrv(b, "warn", true, nil), tracedSrv(b, "0.1")} {
 		ts := httptest.NewServer(h)
 		b.Cleanup(ts.Close)
 		cases[i].url = ts.URL + "/items?limit=10&offset=0"

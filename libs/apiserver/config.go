@@ -17,6 +17,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/clientip"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // Tag describes a documentation tag (the seed's apiTags entries).
@@ -122,6 +123,13 @@ type Config[A any] struct {
 	// ValidateResponses checks handler results against the response
 	// schema (default true).
 	ValidateResponses *bool
+
+	// Tracing sends OpenTelemetry traces (see the tracing package): a span per request
+	// and, on Redis, the rate limiter's checks. When nil, New reads the OTEL_* variables
+	// itself (tracing.Setup); a service that also traces its own Redis client sets up
+	// first and passes the provider here. Stop flushes and shuts it down, within
+	// ShutdownTimeout.
+	Tracing *tracing.Provider
 
 	Logger   *slog.Logger         // default: built from Env and LogLevel
 	Registry *prometheus.Registry // default: a new registry with Go and process collectors

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/apistack/platform/libs/apiserver/internal/schema"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // ErrorMap answers every error of the operations that carry it with a body of their own
@@ -49,6 +50,9 @@ func (s *Server[A]) answerError(c *gin.Context, err error, m *ErrorMap) {
 	if e.Status >= 500 {
 		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request.Method,
 			"path", c.Request.URL.Path, "status", e.Status, "err", err)
+		if s.tracing != nil {
+			tracing.RecordError(c.Request.Context(), err)
+		}
 	}
 	for k, vs := range e.Header {
 		for _, v := range vs {

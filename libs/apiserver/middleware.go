@@ -14,6 +14,8 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/internal/fieldmem"
 	"github.com/gin-gonic/gin"
+
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // RequestID returns the request's id (X-Request-ID, honoured or generated),
@@ -30,7 +32,30 @@ func RequestID(c *gin.Context) string {
 // commonMiddleware runs on every request: recovery, request id, access log
 // and metrics, then CORS.
 func (s *Server[A]) commonMiddleware() []gin.HandlerFunc {
+	if s.tracing != nil {
+		// First, so that its span holds the others' work and sees the final status.
+		trace := s.tracing.Middleware(tracing.Request{Route: s.traceRoute, Client: s.ClientIP, Skip: untraced})
+		return []gin.HandlerFunc{trace, s.observe, s.cors()}
+	}
 	return []gin.HandlerFunc{s.observe, s.cors()}
+}
+
+// untraced are the built-in routes that orchestrators and Prometheus call every few
+// seconds: a trace of each would bury the real ones.
+func untraced(c *gin.Context) bool {
+	switch c.FullPath() {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
+}
+
+// traceRoute names a request's span: its route label, "" when no route matched.
+func (s *Server[A]) traceRoute(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return s.routeLabel(r)
+	}
+	return ""
 }
 
 // requestIDs: a random per-process prefix and a counter make ids unique
@@ -136,7 +161,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 			level = slog.LevelDebug
 		}
 		if s.log.Enabled(c, level) {
-			s.log.LogAttrs(c, level, "request",
+			attrs := [...]slog.Attr{
 				slog.String("request_id", id),
 				slog.String("method", c.Request.Method),
 				slog.String("route", route),
@@ -144,7 +169,17 @@ func (s *Server[A]) observe(c *gin.Context) {
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 				slog.String("client", s.clientIP.ResolveRequest(c.Request).String()),
-				slog.Int("bytes", c.Writer.Size()))
+				slog.Int("bytes", c.Writer.Size()),
+				{}, // trace_id
+			}
+			n := len(attrs) - 1
+			if s.tracing != nil {
+				if tid := tracing.TraceID(c.Request.Context()); tid != "" {
+					attrs[n] = slog.String("trace_id", tid)
+					n++
+				}
+			}
+			s.log.LogAttrs(c, level, "request", attrs[:n]...)
 		}
 	}()
 	c.Next()

@@ -116,6 +116,9 @@ func TestPathValuesRouteEachValue(t *testing.T) {
 // /:id/json/ allocates less than beside a :kind wildcard, where gin records a way back
 // (the reason PathValues exists).
 func TestPathValuesSpareTheWayBack(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts vary under the race detector (sync.Pool drops at random); make test runs this without it")
+	}
 	allocs := func(listed bool) float64 {
 		h := registerKinds(t, listed).Handler()
 		req := httptest.NewRequest("GET", "/7/json/", nil)

@@ -30,6 +30,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/clientip"
 	"github.com/apistack/platform/libs/apiserver/internal/schema"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // Server is an API server whose authenticated handlers see an auth context
@@ -61,6 +62,8 @@ type Server[A any] struct {
 	ownRedis     redis.UniversalClient
 	tokenHash    []byte
 	ident        identityState // usage counts of identity limits (identity.go)
+	// tracing is nil when tracing is off: the request path then checks only that.
+	tracing *tracing.Provider
 
 	checksMu sync.Mutex
 	checks   []readinessCheck
@@ -106,8 +109,28 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	}
 	s.metrics = newHTTPMetrics(s.registry)
 
+	if s.tracing = cfg.Tracing; s.tracing == nil {
+		s.tracing, err = tracing.Setup(context.Background(), tracing.Options{
+			ServiceName: cfg.ServiceName, ServiceVersion: set.version, Logger: s.log, Getenv: getenvOr(cfg.Getenv)})
+		if err != nil {
+			return nil, fmt.Errorf("invalid configuration: %w", err)
+		}
+	}
 	if err := s.setupLimiter(); err != nil {
+		if cfg.Tracing == nil {
+			_ = s.tracing.Shutdown(context.Background())
+		}
 		return nil, err
+	}
+	if s.redisLimited {
+		s.limiter = s.tracing.Limiter(s.limiter)
+		if err := s.tracing.InstrumentRedis(s.ownRedis); err != nil {
+			_ = s.closeOwnRedis()
+			if cfg.Tracing == nil {
+				_ = s.tracing.Shutdown(context.Background())
+			}
+			return nil, err
+		}
 	}
 
 	if cfg.Engine != nil {
@@ -268,14 +291,16 @@ func (s *Server[A]) Start() error {
 	s.log.Info("server listening", "addr", host, "docs", "http://"+host+"/docs",
 		"metrics", s.set.metrics, "rate_limit", fmt.Sprintf("%d per %s", s.set.rateMax, s.set.rateWindow),
 		"rate_limit_store", s.limiterKind(), "env", s.set.common.Env, "log_level", s.set.common.LogLevel.String(),
-		"cors_origin", strings.Join(s.set.corsOrigins, ","), "trusted_proxies", s.set.trusted.String())
+		"cors_origin", strings.Join(s.set.corsOrigins, ","), "trusted_proxies", s.set.trusted.String(),
+		"tracing", s.tracing.String())
 	return nil
 }
 
 // Stop stops the server: readiness turns false, the listener closes,
 // in-flight requests finish within ShutdownTimeout (or ctx), shutdown
 // hooks run, then the Redis client the library opened itself closes
-// (never Config.Redis). A caller-supplied engine is not closed.
+// (never Config.Redis), and the spans still queued are exported within
+// what is left of ShutdownTimeout. A caller-supplied engine is not closed.
 // Calling Stop again returns the first result.
 func (s *Server[A]) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
@@ -284,9 +309,10 @@ func (s *Server[A]) Stop(ctx context.Context) error {
 		srv, closers := s.httpServer, s.closers
 		s.mu.Unlock()
 		var errs []error
+		// One budget for draining and for flushing the spans that draining ended.
+		ctx, cancel := context.WithTimeout(ctx, s.set.shutdownTimeout)
+		defer cancel()
 		if srv != nil {
-			ctx, cancel := context.WithTimeout(ctx, s.set.shutdownTimeout)
-			defer cancel()
 			if err := srv.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("drain in-flight requests: %w", err))
 				_ = srv.Close()
@@ -302,6 +328,9 @@ func (s *Server[A]) Stop(ctx context.Context) error {
 		}
 		if err := s.closeOwnRedis(); err != nil {
 			errs = append(errs, fmt.Errorf("close redis: %w", err))
+		}
+		if err := s.tracing.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
 		}
 		s.stopErr = errors.Join(errs...)
 		close(s.done)

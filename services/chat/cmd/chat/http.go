@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
@@ -23,11 +24,12 @@ import (
 // newHTTPServer builds the API server on the settings config loaded (the
 // library reads its own variables: RATE_LIMIT_*, CORS_ORIGIN,
 // TRUSTED_PROXIES, ... as DESIGN.md lists) with the process's Redis client
-// for the rate-limit counters.
-func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string, auth *httpapi.Authenticator, rdb redis.UniversalClient) (*apiserver.Server[chat.User], error) {
+// for the rate-limit counters, and the process's tracing (nil: off), which Stop flushes.
+func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string, auth *httpapi.Authenticator, rdb redis.UniversalClient, tp *tracing.Provider) (*apiserver.Server[chat.User], error) {
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		Settings:       &cfg.Settings,
 		Redis:          rdb,
+		Tracing:        tp,
 		APITitle:       "Chat API",
 		ServiceName:    "chat",
 		APIVersion:     version,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
@@ -73,7 +74,10 @@ type App struct {
 	// engine): the store, the send limit, presence and the library's
 	// rate-limit counters share its pool. App closes it last.
 	Redis redis.UniversalClient
-	Store chat.Store
+	// Tracing sends traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (nil: off),
+	// Redis's commands included; HTTP.Stop flushes it.
+	Tracing *tracing.Provider
+	Store   chat.Store
 	// Feed tells live delivery what the store appended (the engine's own).
 	Feed    chat.FeedSource
 	Service *chat.Service
@@ -117,11 +121,22 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 			}
 		}
 	}()
+	tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "chat", ServiceVersion: version, Logger: app.Log, Getenv: getenv})
+	if err != nil {
+		return nil, err
+	}
+	app.Tracing = tp
+	closers = append(closers, func() error { return tp.Shutdown(context.Background()) })
 	if cfg.Settings.RedisURL != "" {
 		if app.Redis, err = redisconn.OpenWith(cfg.Settings.RedisURL, redisconn.Options{NoRetry: true}); err != nil {
 			return nil, err
 		}
 		closers = append(closers, app.Redis.Close)
+		// Before the store, the limiter and presence share it: their commands on a
+		// request's context become its child spans.
+		if err = app.Tracing.InstrumentRedis(app.Redis); err != nil {
+			return nil, err
+		}
 	}
 	eng, err := openStore(ctx, cfg, app.Redis)
 	if err != nil {
@@ -141,7 +156,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}
-	if app.HTTP, err = newHTTPServer(cfg, app.Log, getenv, httpapi.NewAuthenticator(app.Service), app.Redis); err != nil {
+	if app.HTTP, err = newHTTPServer(cfg, app.Log, getenv, httpapi.NewAuthenticator(app.Service), app.Redis, app.Tracing); err != nil {
 		return nil, err
 	}
 	return app, nil

@@ -64,6 +64,12 @@ func TestBadConfigStopsStartUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CHAT_HISTORY") {
 		t.Fatalf("err = %v", err)
 	}
+	// Tracing's variables too.
+	err = run(context.Background(), []string{"serve"}, envOf(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_SAMPLER": "sometimes"}), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER") {
+		t.Fatalf("err = %v", err)
+	}
 	if err := run(context.Background(), []string{"dance"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 		t.Fatal("unknown subcommand accepted")
 	}

@@ -33,6 +33,11 @@ Environment (configuration comes only from the environment):
   LOG_LEVEL (info), REDIS_URL (empty: the memory engine), SHUTDOWN_TIMEOUT (10s)
   RATE_LIMIT_MAX, RATE_LIMIT_WINDOW, RATE_LIMIT_ALLOW, RATE_LIMIT_IPV6_PREFIX,
   RATE_LIMIT_FAIL_CLOSED, METRICS_ENABLED, CORS_ORIGIN, TRUSTED_PROXIES
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                          send OpenTelemetry traces to this OTLP collector, like
+                          http://jaeger:4318 (default: off); OTEL_EXPORTER_OTLP_PROTOCOL
+                          (http/protobuf or grpc), OTEL_TRACES_SAMPLER and _ARG,
+                          OTEL_SERVICE_NAME (chat) and the SDK's other OTEL_* variables
   CHAT_ADMIN_TOKEN        the platform administrator's (broadcaster's) bearer token;
                           required in production, generated in development
   CHAT_JWT_SECRET         accept platform HS256 JWTs signed with it (>= 32 bytes)

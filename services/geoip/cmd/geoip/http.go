@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
@@ -28,6 +29,8 @@ type httpDeps struct {
 	Getenv func(string) string
 	// Keys are GEOIP_KEYS_FILE's (nil when unset).
 	Keys *httpapi.Keys
+	// Tracing is the OTEL_* tracing (nil: off); the server flushes it on Stop.
+	Tracing *tracing.Provider
 }
 
 // newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded, and
@@ -36,6 +39,7 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 	srv, err := apiserver.New(apiserver.Config[struct{}]{
 		Settings:       &cfg.Settings,
 		Redis:          deps.Redis,
+		Tracing:        deps.Tracing,
 		Registry:       deps.Registry,
 		APITitle:       "geoip",
 		ServiceName:    "geoip",

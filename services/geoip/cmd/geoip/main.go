@@ -23,6 +23,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/asn"
@@ -104,6 +105,11 @@ Environment (serve):
   SHUTDOWN_TIMEOUT          how long requests in flight may finish on SIGTERM (10s)
   METRICS_ENABLED           serve /metrics (true)
   API_TOKEN                 the library's static bearer token (none)
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            send OpenTelemetry traces to this OTLP collector, like
+                            http://jaeger:4318 (default: off); OTEL_EXPORTER_OTLP_PROTOCOL
+                            (http/protobuf or grpc), OTEL_TRACES_SAMPLER and _ARG,
+                            OTEL_SERVICE_NAME (geoip) and the SDK's other OTEL_* variables
 
 Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database, overrides and keys files.
 `
@@ -148,7 +154,10 @@ type App struct {
 	// Registry holds the databases' metrics and the server's; /metrics serves it.
 	Registry *prometheus.Registry
 	// Redis holds the rate-limit counters (nil: in memory). App closes it last.
-	Redis   redis.UniversalClient
+	Redis redis.UniversalClient
+	// Tracing sends traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (nil: off); HTTP.Stop
+	// flushes it.
+	Tracing *tracing.Provider
 	Zones   *tz.Finder
 	DB      *dbfile.Manager
 	ASN     *dbfile.Manager  // nil without GEOIP_ASN_DB
@@ -193,6 +202,12 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			}
 		}
 	}()
+	tp, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "geoip", ServiceVersion: version, Logger: app.Log, Getenv: getenv})
+	if err != nil {
+		return nil, err
+	}
+	app.Tracing = tp
+	closers = append(closers, func() error { return tp.Shutdown(context.Background()) })
 	if cfg.Settings.RedisURL != "" {
 		// Made for the limiter alone: its socket timeouts are the limiter's deadline and
 		// it does not retry, so the library batches its calls (autopipelining) and a hung
@@ -201,6 +216,9 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			return nil, err
 		}
 		closers = append(closers, app.Redis.Close)
+		if err = app.Tracing.InstrumentRedis(app.Redis); err != nil {
+			return nil, err
+		}
 	}
 	if app.DB, app.Updater, err = openDatabase(cfg, app.Log, app.Registry, app.Zones); err != nil {
 		return nil, err
@@ -219,7 +237,7 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			return nil, err
 		}
 	}
-	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Keys: keys}); err != nil {
+	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Keys: keys, Tracing: app.Tracing}); err != nil {
 		return nil, err
 	}
 	if cfg.OverridesPath != "" {

@@ -108,6 +108,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		"token only":      {"IP2LOCATION_TOKEN": "t"},
 		"bad log level":   {"LOG_LEVEL": "loud"},
 		"bad environment": {"APP_ENV": "staging"},
+		"bad collector":   {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"},
 	} {
 		err := run(context.Background(), []string{"serve"}, envOf(env), io.Discard, io.Discard)
 		if err == nil {
