@@ -63,14 +63,17 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsyn
 pids+=($!)
 
 # start_replica BINARY PORT DB: one chat replica on the bench Redis, access logs off,
-# loopback exempt from the per-client limit, no per-user send limit.
+# loopback exempt from the per-client limit, no per-user send limit, and no per-address
+# socket limits (the 1,000 subscribers dial from loopback: with the default of 100 sockets
+# per address 800 of them were refused with 429).
 start_replica() {
 	local pprof=
 	if [[ -n ${CHAT_PPROF:-} ]]; then
 		pprof=127.0.0.1:$(($2 + 1000))
 	fi
 	CHAT_PPROF_ADDR=$pprof PORT=$2 REDIS_URL=redis://127.0.0.1:$redis_port/$3 CHAT_ADMIN_TOKEN=$admin_token \
-		RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off LOG_LEVEL=warn "$1" &
+		RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off CHAT_WS_MAX_SOCKETS_PER_IP=0 CHAT_WS_MAX_SOCKETS_PER_NET=0 \
+		CHAT_WS_MAX_CHANNELS_PER_IP=0 LOG_LEVEL=warn "$1" &
 	pids+=($!)
 }
 

@@ -2,7 +2,8 @@
 # Soak one chat replica on a real redis-server: bench/cmd/soak holds 2,000 sockets on
 # 100 channels (2% reconnecting with since= every 5 s), sends 100 msg/s and takes a
 # moderation action a second through the API, samples the replica's resident memory,
-# goroutines and Redis used_memory every 5 s, and fails when one grows more than 10%
+# goroutines and Redis used_memory (less the clients' and AOF buffers, which follow the
+# moment's traffic) every 5 s, and fails when one grows more than 10%
 # between the end of the warm-up and the end, or a subscriber misses or repeats a
 # message. Builds chat and soak, starts Redis (append-only, appendfsync always, as in
 # docker-compose.yml) and the replica, prints every process's CPU, stops what it started.

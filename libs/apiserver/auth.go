@@ -76,11 +76,15 @@ func BearerToken(r *http.Request) (token string, err *Error) {
 // AuthenticateToken is the seed's authenticateToken hook as gin
 // middleware: every route of a group that uses it requires the token, and
 // handlers read the context with AuthFrom.
-func (s *Server[A]) AuthenticateToken() gin.HandlerFunc {
+func (s *Server[A]) AuthenticateToken() gin.HandlerFunc { return s.authMiddleware(nil) }
+
+// authMiddleware authenticates, answering failures through m (nil: the
+// standard body).
+func (s *Server[A]) authMiddleware(m *ErrorMap) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		a, err := s.authenticate(c.Request)
 		if err != nil {
-			s.abortWithError(c, err)
+			s.answerError(c, err, m)
 			return
 		}
 		c.Set(authContextKey, a)

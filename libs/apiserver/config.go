@@ -81,6 +81,10 @@ type Config[A any] struct {
 	// RateLimitFailClosed refuses requests (503) when the Redis limiter
 	// cannot be reached; the default lets them through and counts the error.
 	RateLimitFailClosed *bool // RATE_LIMIT_FAIL_CLOSED, false
+	// IdentityLimit limits every operation per principal (an API key, a JWT
+	// subject) instead of per address for the callers it identifies, unless
+	// the operation has its own (Operation.IdentityLimit) or no limit.
+	IdentityLimit *IdentityLimit
 
 	MetricsEnabled *bool  // METRICS_ENABLED, true
 	CORSOrigin     string // CORS_ORIGIN: "*", one origin, or a comma list

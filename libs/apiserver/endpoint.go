@@ -65,6 +65,13 @@ type Operation struct {
 	// ErrorBodies declares statuses answered with a body of the operation's own shape
 	// (a *BodyError from the handler) instead of the standard error body (errorbody.go).
 	ErrorBodies []ErrorBody
+	// IdentityLimit limits the endpoint per principal (an API key, a JWT subject) after
+	// authentication, callers without one per address (identity.go); nil uses the
+	// server's (Config.IdentityLimit), if any.
+	IdentityLimit *IdentityLimit
+	// ErrorMap answers every error of the endpoint, the library's included, with a body
+	// of the operation's own shape (errormap.go).
+	ErrorMap *ErrorMap
 	// PathValues lists, for path parameters, the only values each takes: the route is
 	// registered once per value, with the value as a literal segment, and any other
 	// value is answered 404 as an unknown route is. OpenAPI documents the parameter as
@@ -170,7 +177,8 @@ type endpoint[A, In, Out any] struct {
 	headers []respHeader
 	resp    *respLayout // the output is a Response: its headers, status and raw body
 
-	errBodies errorBodies
+	errBodies  errorBodies
+	errMapNode *schema.Node // the schema of ErrorMap's body, when the operation has one
 }
 
 type param struct {
@@ -256,6 +264,11 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 	}
 	if ep.errBodies, err = compileErrorBodies(s.schemas, op.ErrorBodies); err != nil {
 		return nil, err
+	}
+	if op.ErrorMap != nil {
+		if ep.errMapNode, err = op.ErrorMap.compile(s.schemas); err != nil {
+			return nil, err
+		}
 	}
 	if ep.resp != nil {
 		ep.resp.finish(&ep.op, ep.headers, ep.checkIO, s.set.production)
@@ -395,7 +408,7 @@ func (ep *endpoint[A, In, Out]) serve(c *gin.Context, literal gin.Params) {
 	}
 	in := &cl.in
 	if err := ep.in.bind(c, literal, reflect.ValueOf(in).Elem(), ep.limit); err != nil {
-		ep.s.abortWithError(c, err)
+		ep.abort(c, err)
 		return
 	}
 	if ep.op.NoTimeouts {
@@ -446,11 +459,11 @@ func (ep *endpoint[A, In, Out]) writeBody(c *gin.Context, status int, v reflect.
 		if !ep.s.set.production {
 			e.Details = errs
 		}
-		ep.s.abortWithError(c, e)
+		ep.abort(c, e)
 		return
 	}
 	if err != nil {
-		ep.s.abortWithError(c, fmt.Errorf("encode response: %w", err))
+		ep.abort(c, fmt.Errorf("encode response: %w", err))
 		return
 	}
 	respondJSON(c, status, body)

@@ -98,18 +98,18 @@ func compileErrorBodies(reg *schema.Registry, decl []ErrorBody) (errorBodies, er
 func (ep *endpoint[A, In, Out]) fail(c *gin.Context, err error) {
 	var be *BodyError
 	if !errors.As(err, &be) {
-		ep.s.abortWithError(c, err)
+		ep.abort(c, err)
 		return
 	}
 	if _, ok := ep.errBodies[be.Status]; !ok {
-		ep.s.abortWithError(c, be.standard())
+		ep.abort(c, be.standard())
 		return
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if jerr := enc.Encode(be.Body); jerr != nil {
-		ep.s.abortWithError(c, fmt.Errorf("encode error body: %w", jerr))
+		ep.abort(c, fmt.Errorf("encode error body: %w", jerr))
 		return
 	}
 	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
@@ -128,7 +128,7 @@ func (ep *endpoint[A, In, Out]) fail(c *gin.Context, err error) {
 func (ep *endpoint[A, In, Out]) docErrorBodies(responses map[string]any) {
 	for _, d := range ep.op.ErrorBodies {
 		code := strconv.Itoa(d.Status)
-		s := map[string]any{"$ref": "#/components/schemas/ErrorResponse"}
+		s := ep.errorSchemaOf()
 		custom := any(ep.errBodies[d.Status].Schema)
 		media := map[string]any{"schema": custom, "example": d.Example}
 		if _, standardToo := responses[code]; standardToo {

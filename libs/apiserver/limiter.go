@@ -43,11 +43,7 @@ func (s *Server[A]) setupLimiter() error {
 		s.limiter = guard
 		return nil
 	}
-	name := s.cfg.ServiceName
-	if name == "" {
-		name = "api"
-	}
-	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: "apiserver:" + name + ":", DisableAutoPipeline: !pipelineBounded(client)})
+	rl, err := ratelimit.NewRedis(client, ratelimit.RedisConfig{KeyPrefix: s.redisPrefix(), DisableAutoPipeline: !pipelineBounded(client)})
 	if err != nil {
 		_ = s.closeOwnRedis()
 		return fmt.Errorf("rate limiter: %w", err)
@@ -97,9 +93,18 @@ func peerAddr(r *http.Request) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// rateLimitMiddleware limits one endpoint: nil rl uses the global limit
-// and the shared per-client counter; {Max, Window} a counter of its own.
-func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.HandlerFunc {
+// addressLimit is an endpoint's limit per client address: its Limit, the
+// prefix of its counters' keys and the RateLimit-Limit value it answers.
+type addressLimit struct {
+	limit  ratelimit.Limit
+	prefix string
+	header []string
+}
+
+// newAddressLimit is the per-address limit of one endpoint: nil rl uses
+// the global limit and the shared per-client counter; {Max, Window} a
+// counter of its own; Disabled none (nil).
+func (s *Server[A]) newAddressLimit(rl *RateLimit, routeKey string) *addressLimit {
 	if rl != nil && rl.Disabled {
 		return nil
 	}
@@ -117,44 +122,71 @@ func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string) gin.Hand
 	}
 	// Header values are shared by every response, as gin shares its
 	// Content-Type values: Header.Set and Add replace or copy them.
-	limitHeader := []string{strconv.Itoa(limit.Max)}
-	return func(c *gin.Context) {
-		client := s.clientIP.ResolveRequest(c.Request)
-		if s.set.rateAllow.Contains(client) {
-			c.Next()
-			return
-		}
-		var buf [96]byte
-		key := string(s.limiterKey(append(buf[:0], prefix...), client))
-		res, err := s.limiter.Allow(c.Request.Context(), key, limit)
-		if err != nil {
-			// The Guard has counted and logged the backend failure and
-			// applied the policy: Allowed means fail open.
-			if res.Allowed {
-				c.Next()
-				return
-			}
-			s.abortWithError(c, &Error{Status: http.StatusServiceUnavailable, Message: "Rate limiter unavailable, try again later", Cause: err,
-				Header: http.Header{"Retry-After": {strconv.Itoa(max(ceilSeconds(res.RetryAfter), 1))}}})
-			return
-		}
-		h := c.Writer.Header()
-		// Canonical keys set directly: this runs on every limited request.
-		h["Ratelimit-Limit"] = limitHeader
-		h["Ratelimit-Remaining"] = headerInt(max(res.Remaining, 0))
-		h["Ratelimit-Reset"] = headerInt(ceilSeconds(res.ResetAfter))
-		if !res.Allowed {
-			retry := ceilSeconds(res.RetryAfter)
-			s.metrics.limited.WithLabelValues(s.routeLabel(c.FullPath())).Inc()
-			s.abortWithError(c, &Error{
-				Status:  http.StatusTooManyRequests,
-				Message: fmt.Sprintf("Rate limit exceeded, retry in %s", humanSeconds(retry)),
-				Header:  http.Header{"Retry-After": {strconv.Itoa(retry)}},
-			})
-			return
-		}
-		c.Next()
+	return &addressLimit{limit: limit, prefix: prefix, header: []string{strconv.Itoa(limit.Max)}}
+}
+
+// rateLimitMiddleware limits one endpoint per client address (see
+// newAddressLimit), answering its errors through m (nil: the standard
+// body).
+func (s *Server[A]) rateLimitMiddleware(rl *RateLimit, routeKey string, m *ErrorMap) gin.HandlerFunc {
+	al := s.newAddressLimit(rl, routeKey)
+	if al == nil {
+		return nil
 	}
+	return func(c *gin.Context) { s.checkAddress(c, al, m) }
+}
+
+// checkAddress counts the request against the client address's limit; it
+// reports whether the request may go on, having answered it otherwise.
+func (s *Server[A]) checkAddress(c *gin.Context, al *addressLimit, m *ErrorMap) bool {
+	client := s.clientIP.ResolveRequest(c.Request)
+	if s.set.rateAllow.Contains(client) {
+		return true
+	}
+	var buf [96]byte
+	key := string(s.limiterKey(append(buf[:0], al.prefix...), client))
+	return s.enforce(c, key, al.limit, al.header, m) == limitPassed
+}
+
+// limitOutcome is what enforce did with a request.
+type limitOutcome int
+
+const (
+	limitPassed  limitOutcome = iota // within the limit (or the limiter failed open)
+	limitRefused                     // answered 429
+	limitFailed                      // answered 503: the limiter is down and fails closed
+)
+
+// enforce counts the request under key and limit, sets the RateLimit-*
+// headers of that limit, and answers 429 (or 503) when it may not pass.
+func (s *Server[A]) enforce(c *gin.Context, key string, limit ratelimit.Limit, limitHeader []string, m *ErrorMap) limitOutcome {
+	res, err := s.limiter.Allow(c.Request.Context(), key, limit)
+	if err != nil {
+		// The Guard has counted and logged the backend failure and
+		// applied the policy: Allowed means fail open.
+		if res.Allowed {
+			return limitPassed
+		}
+		s.answerError(c, &Error{Status: http.StatusServiceUnavailable, Message: "Rate limiter unavailable, try again later", Cause: err,
+			Header: http.Header{"Retry-After": {strconv.Itoa(max(ceilSeconds(res.RetryAfter), 1))}}}, m)
+		return limitFailed
+	}
+	h := c.Writer.Header()
+	// Canonical keys set directly: this runs on every limited request.
+	h["Ratelimit-Limit"] = limitHeader
+	h["Ratelimit-Remaining"] = headerInt(max(res.Remaining, 0))
+	h["Ratelimit-Reset"] = headerInt(ceilSeconds(res.ResetAfter))
+	if !res.Allowed {
+		retry := ceilSeconds(res.RetryAfter)
+		s.metrics.limited.WithLabelValues(s.routeLabel(c.FullPath())).Inc()
+		s.answerError(c, &Error{
+			Status:  http.StatusTooManyRequests,
+			Message: fmt.Sprintf("Rate limit exceeded, retry in %s", humanSeconds(retry)),
+			Header:  http.Header{"Retry-After": {strconv.Itoa(retry)}},
+		}, m)
+		return limitRefused
+	}
+	return limitPassed
 }
 
 // smallInts holds the header values of 0..4095, shared by every response:

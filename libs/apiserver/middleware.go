@@ -186,24 +186,7 @@ func (s *Server[A]) observe(c *gin.Context) {
 }
 
 // abortWithError writes the standard error body and stops the chain.
-func (s *Server[A]) abortWithError(c *gin.Context, err error) {
-	e := toError(err, !s.set.production)
-	closeUnreadBody(c)
-	if e.Status >= 500 {
-		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request.Method,
-			"path", c.Request.URL.Path, "status", e.Status, "err", err)
-		if s.tracing != nil {
-			tracing.RecordError(c.Request.Context(), err)
-		}
-	}
-	for k, vs := range e.Header {
-		for _, v := range vs {
-			c.Writer.Header().Add(k, v)
-		}
-	}
-	c.Data(e.Status, "application/json; charset=utf-8", e.encode())
-	c.Abort()
-}
+func (s *Server[A]) abortWithError(c *gin.Context, err error) { s.answerError(c, err, nil) }
 
 // WriteError answers a request with err as the standard error body, for
 // routes added to Instance() directly.
@@ -273,12 +256,16 @@ func (s *Server[A]) cors() gin.HandlerFunc {
 // throughout, for every route: a connection is allowed to live long only
 // once it has passed them (see Operation.NoTimeouts).
 func (s *Server[A]) routeMiddleware(op *Operation, route string) []gin.HandlerFunc {
+	if il := s.identityLimitOf(op); il != nil {
+		// Auth first, then the principal's limit (identity.go).
+		return []gin.HandlerFunc{s.identityMiddleware(op, op.Method+" "+route, il)}
+	}
 	var hs []gin.HandlerFunc
-	if lim := s.rateLimitMiddleware(op.RateLimit, op.Method+" "+route); lim != nil {
+	if lim := s.rateLimitMiddleware(op.RateLimit, op.Method+" "+route, op.ErrorMap); lim != nil {
 		hs = append(hs, lim)
 	}
 	if op.Authenticated {
-		hs = append(hs, s.AuthenticateToken())
+		hs = append(hs, s.authMiddleware(op.ErrorMap))
 	}
 	return hs
 }

@@ -33,6 +33,7 @@ type opDoc struct {
 	method, path  string // path in OpenAPI form: /items/{id}
 	op            map[string]any
 	authenticated bool
+	schemes       map[string]any // security schemes of an identity limit, by name
 }
 
 func newOpenAPI(set settings, reg *schema.Registry) *openAPI {
@@ -131,6 +132,16 @@ func (d *openAPI) build(serverURL string) map[string]any {
 			}
 			components["securitySchemes"] = schemes
 			break
+		}
+	}
+	for _, o := range d.ops {
+		for name, sc := range o.schemes {
+			schemes, _ := components["securitySchemes"].(map[string]any)
+			if schemes == nil {
+				schemes = map[string]any{}
+				components["securitySchemes"] = schemes
+			}
+			schemes[name] = sc
 		}
 	}
 	if d.methodNotAllowed {
@@ -232,7 +243,7 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 			"content":  map[string]any{"application/json": map[string]any{"schema": ep.in.body.Schema}},
 		}
 	}
-	errRef := map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}}
+	errRef := ep.errorContent()
 	responses := map[string]any{}
 	success := map[string]any{"description": http.StatusText(op.Status)}
 	if !ep.noBody {
@@ -286,7 +297,23 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 		addErr(http.StatusUnauthorized, docUnauthorized)
 		addErr(http.StatusForbidden, docForbidden)
 	}
-	if op.RateLimit == nil || !op.RateLimit.Disabled {
+	il := ep.s.identityLimitOf(&op)
+	schemes := map[string]any{}
+	if il != nil {
+		var alts []any
+		for _, sc := range il.Security {
+			schemes[sc.Name] = sc.doc()
+			alts = append(alts, map[string]any{sc.Name: []string{}})
+		}
+		if len(alts) > 0 && !op.Authenticated {
+			// Optional: an empty requirement is the anonymous caller.
+			o["security"] = append(alts, map[string]any{})
+		}
+		for code, desc := range il.Errors {
+			addErr(code, desc)
+		}
+		addErr(http.StatusTooManyRequests, "Rate limit exceeded: the principal's limit (its plan's), or without credentials the client address's; see Retry-After")
+	} else if op.RateLimit == nil || !op.RateLimit.Disabled {
 		addErr(http.StatusTooManyRequests, "Rate limit exceeded; see Retry-After")
 	}
 	codes := make([]int, 0, len(op.Responses))
@@ -354,7 +381,7 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 		}
 	}
 	o["responses"] = responses
-	return opDoc{method: op.Method, path: path, op: o, authenticated: op.Authenticated}
+	return opDoc{method: op.Method, path: path, op: o, authenticated: op.Authenticated, schemes: schemes}
 }
 
 // schemaMap is a copy of s as a map, to add keywords beside a $ref.

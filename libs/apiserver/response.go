@@ -200,7 +200,7 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p fieldmem.Ptr, vals
 		status = ep.op.Status
 	}
 	if !l.statuses[status] {
-		ep.s.abortWithError(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
+		ep.abort(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
 			Cause: fmt.Errorf("handler answered status %d, which %s %s does not document", status, ep.op.Method, ep.op.URL)})
 		return true
 	}
@@ -219,7 +219,7 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p fieldmem.Ptr, vals
 		v := f.text(hp)
 		if v == "" {
 			if f.required && ep.checkIO {
-				ep.s.abortWithError(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
+				ep.abort(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
 					Cause: fmt.Errorf("handler left the required header %s empty on a %d answer", f.name, status)})
 				return true
 			}
@@ -246,13 +246,13 @@ func (ep *endpoint[A, In, Out]) respondWith(c *gin.Context, p fieldmem.Ptr, vals
 		ct = jsonContentType[0]
 	}
 	if !(ct == jsonContentType[0] && l.jsonDocumented) && !l.documented(ct) {
-		ep.s.abortWithError(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
+		ep.abort(c, &Error{Status: http.StatusInternalServerError, Message: "Response validation failed",
 			Cause: fmt.Errorf("handler answered %s, which %s %s does not document", ct, ep.op.Method, ep.op.URL)})
 		return true
 	}
 	if l.checkJSON && isJSONMediaType(ct) {
 		if err := ep.checkRawJSON(raw); err != nil {
-			ep.s.abortWithError(c, err)
+			ep.abort(c, err)
 			return true
 		}
 	}

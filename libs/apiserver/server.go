@@ -61,6 +61,7 @@ type Server[A any] struct {
 	redisLimited bool
 	ownRedis     redis.UniversalClient
 	tokenHash    []byte
+	ident        identityState // usage counts of identity limits (identity.go)
 	// tracing is nil when tracing is off: the request path then checks only that.
 	tracing *tracing.Provider
 

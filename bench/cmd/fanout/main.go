@@ -104,7 +104,8 @@ func run(args []string, stdout io.Writer) error {
 	maxMsgs := fs.Int64("max-messages", 1_000_000, "cap on messages sent per run")
 	channel := fs.String("channel", "bench", "channel name (the prefix of the names with several channels)")
 	channels := fs.Int("channels", 1, "spread subscribers and messages over this many channels (subscriber i on channel i mod N, message n on channel n mod N)")
-	token := fs.String("token", "", "bearer token for sends (default $BENCH_TOKEN; the floor ignores it)")
+	token := fs.String("token", "", "bearer token for sends, with -protocol centrifugo the HTTP API key (default $BENCH_TOKEN; the floor ignores it)")
+	protocol := fs.String("protocol", fanout.ProtocolChat, "the targets' protocol: chat (the chat service and the floor) or centrifugo (JSON over WebSocket, publishes through the HTTP API; connection tokens signed HS256 with $CENTRIFUGO_HMAC_SECRET)")
 	rounds := fs.Int("rounds", 0, "rounds over all targets (0: 1 for one target, 3 for several)")
 	alternate := fs.Bool("alternate", false, "reverse the target order in every other round (A,B,B,A...) to cancel a bias of position")
 	pause := fs.Duration("pause", 2*time.Second, "pause between runs, for the servers to settle")
@@ -206,6 +207,7 @@ func run(args []string, stdout io.Writer) error {
 			Subscribers: nsubs, Rate: *rate, Saturate: *saturate, InFlight: *inflight,
 			Duration: *dur, Grace: *grace, MaxMessages: *maxMsgs, Token: *token,
 			WarmupTimeout: *warmupTimeout, DialParallel: *dialParallel, SendProcess: *sendProcess,
+			Protocol: *protocol, HMACSecret: os.Getenv("CENTRIFUGO_HMAC_SECRET"),
 		})
 		if err != nil {
 			return nil, err

@@ -117,7 +117,7 @@ func printReport(w io.Writer, cfg soak.Config, rep *soak.Report, took time.Durat
 		fmt.Fprintf(w, "# after the warm-up (up to %s) -> end (up to %s), medians of 3 samples:\n", rep.Baseline.Elapsed.Round(time.Second), rep.End.Elapsed.Round(time.Second))
 		fmt.Fprintf(w, "#   resident memory  %8.1f -> %8.1f MiB  %+6.1f%%\n", mib(rep.Baseline.RSS), mib(rep.End.RSS), 100*rep.Growth.RSS)
 		fmt.Fprintf(w, "#   goroutines       %8d -> %8d      %+6.1f%%\n", rep.Baseline.Goroutines, rep.End.Goroutines, 100*rep.Growth.Goroutines)
-		fmt.Fprintf(w, "#   Redis used_memory %7.1f -> %8.1f MiB  %+6.1f%%\n", mib(rep.Baseline.RedisMemory), mib(rep.End.RedisMemory), 100*rep.Growth.RedisMemory)
+		fmt.Fprintf(w, "#   Redis kept memory %7.1f -> %8.1f MiB  %+6.1f%%\n", mib(rep.Baseline.RedisMemory), mib(rep.End.RedisMemory), 100*rep.Growth.RedisMemory)
 	}
 	for _, f := range rep.Failures {
 		fmt.Fprintln(w, "FAIL:", f)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,15 +39,19 @@ type Config struct {
 	// Channels spreads subscribers and messages over this many channels
 	// (Channel0..ChannelN-1; 1: Channel alone): subscriber i listens to
 	// channel i mod N and message n goes to channel n mod N.
-	Channels      int
-	Subscribers   int
-	Rate          float64       // messages per second; ignored when Saturate
-	Saturate      bool          // send as fast as the server accepts, InFlight at a time
-	InFlight      int           // concurrent send requests
-	Duration      time.Duration // sending time
-	Grace         time.Duration // time after the last send for deliveries to arrive
-	MaxMessages   int64         // cap on measured messages, 0 = MaxMessages
-	Token         string        // bearer token for sends; empty sends none
+	Channels    int
+	Subscribers int
+	Rate        float64       // messages per second; ignored when Saturate
+	Saturate    bool          // send as fast as the server accepts, InFlight at a time
+	InFlight    int           // concurrent send requests
+	Duration    time.Duration // sending time
+	Grace       time.Duration // time after the last send for deliveries to arrive
+	MaxMessages int64         // cap on measured messages, 0 = MaxMessages
+	Token       string        // bearer token for sends (Centrifugo: the HTTP API key); empty sends none
+	// Protocol is ProtocolChat (the default) or ProtocolCentrifugo; with Centrifugo
+	// subscribers connect with tokens signed by HMACSecret.
+	Protocol      string
+	HMACSecret    string
 	WarmupTimeout time.Duration // how long to wait for every subscriber to see a warm-up message
 	DialParallel  int           // concurrent WebSocket handshakes
 	SendTimeout   time.Duration
@@ -70,6 +75,17 @@ func (c *Config) fill() error {
 	}
 	if c.Channel == "" {
 		c.Channel = "bench"
+	}
+	switch c.Protocol {
+	case "":
+		c.Protocol = ProtocolChat
+	case ProtocolChat:
+	case ProtocolCentrifugo:
+		if c.HMACSecret == "" {
+			return errors.New("centrifugo protocol without an HMAC secret for connection tokens")
+		}
+	default:
+		return fmt.Errorf("protocol %q: want %s or %s", c.Protocol, ProtocolChat, ProtocolCentrifugo)
 	}
 	if c.Channels <= 0 {
 		c.Channels = 1
@@ -352,7 +368,14 @@ func (r *run) dial(ctx context.Context, client *http.Client, readers *sync.WaitG
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			u, err := chatwire.WSURL(base, r.cfg.channel(ch), 0)
+			centrifugo := r.cfg.Protocol == ProtocolCentrifugo
+			var u string
+			var err error
+			if centrifugo {
+				u, err = centrifugoWSURL(base)
+			} else {
+				u, err = chatwire.WSURL(base, r.cfg.channel(ch), 0)
+			}
 			if err != nil {
 				r.connErrs.add("bad url")
 				return
@@ -369,6 +392,17 @@ func (r *run) dial(ctx context.Context, client *http.Client, readers *sync.WaitG
 				return
 			}
 			c.SetReadLimit(1 << 20)
+			if centrifugo {
+				tok, err := centrifugoToken(r.cfg.HMACSecret, fmt.Sprint("bench-", i), time.Now())
+				if err == nil {
+					err = centrifugoSubscribe(dctx, c, tok, r.cfg.channel(ch))
+				}
+				if err != nil {
+					r.connErrs.add("subscribe " + netguard.ErrorKind(err))
+					c.CloseNow()
+					return
+				}
+			}
 			sb := &sub{ch: ch, conn: c, tally: NewTally()}
 			mu.Lock()
 			subs = append(subs, sb)
@@ -417,9 +451,20 @@ func (r *run) read(sb *sub) {
 				sb.lastAt.Store(now)
 			}
 		}
+		var perr error
+		if r.cfg.Protocol == ProtocolCentrifugo {
+			// Publications carry no id without history: no order check.
+			perr = scanCentrifugo(buf.Bytes(), func(text []byte) { message(0, string(text)) },
+				func() { _ = sb.conn.Write(context.Background(), websocket.MessageText, []byte("{}")) },
+				r.errEvents.add)
+			if perr != nil {
+				r.badFrames.Add(1)
+			}
+			continue
+		}
 		// ScanFrame reads message events without encoding/json, which took most
 		// of the generator's CPU at saturation.
-		perr := chatwire.ScanFrame(buf.Bytes(), func(id int64, text []byte) {
+		perr = chatwire.ScanFrame(buf.Bytes(), func(id int64, text []byte) {
 			message(id, string(text))
 		}, func(ev chatwire.Event) {
 			switch ev.Type {
@@ -487,27 +532,45 @@ type sender struct {
 func (s *sender) post(ctx context.Context, text, channel string) (string, time.Duration) {
 	cfg := s.run.cfg
 	base := cfg.SendBases[int(s.next.Add(1))%len(cfg.SendBases)]
-	body, err := json.Marshal(chatwire.SendBody{Message: text, Channel: channel})
+	centrifugo := cfg.Protocol == ProtocolCentrifugo
+	var body []byte
+	var err error
+	u := chatwire.SendURL(base)
+	if centrifugo {
+		u = strings.TrimRight(base, "/") + centrifugoPublishPath
+		body, err = centrifugoPublishBody(text, channel)
+	} else {
+		body, err = json.Marshal(chatwire.SendBody{Message: text, Channel: channel})
+	}
 	if err != nil {
 		return "encode", 0
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, chatwire.SendURL(base), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return "bad request", 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.Token)
+		if centrifugo {
+			req.Header.Set("X-API-Key", cfg.Token)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+cfg.Token)
+		}
 	}
 	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return netguard.ErrorKind(err), 0
 	}
+	// The answer is small (an empty object or an error); 64 KiB bounds what is read.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Sprintf("status %d", resp.StatusCode), 0
+	}
+	if centrifugo && centrifugoPublishFailed(answer) {
+		return "publish error", 0
 	}
 	return "", time.Since(t0)
 }

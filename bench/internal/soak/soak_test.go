@@ -97,6 +97,16 @@ func TestInfoField(t *testing.T) {
 	}
 }
 
+func TestRedisKeptLeavesBuffersOut(t *testing.T) {
+	info := "# Memory\r\nused_memory:5000000\r\nmem_clients_normal:900000\r\nmem_aof_buffer:100000\r\n"
+	if n, err := redisKept(info); err != nil || n != 4000000 {
+		t.Fatalf("got %d, %v; want 4000000", n, err)
+	}
+	if _, err := redisKept("# Memory\r\nused_memory:5000000\r\n"); err == nil {
+		t.Fatal("read without the buffer fields")
+	}
+}
+
 func TestWSURLPassesTheCursorOn(t *testing.T) {
 	u, err := wsURL("http://127.0.0.1:1", "c-1", "42-1")
 	if err != nil || u != "ws://127.0.0.1:1/api/v1/ws?channel=c-1&since=42-1" {

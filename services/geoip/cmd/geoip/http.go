@@ -27,6 +27,8 @@ type httpDeps struct {
 	// Getenv is what the library reads its own variables through
 	// (TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_*, ...).
 	Getenv func(string) string
+	// Keys are GEOIP_KEYS_FILE's (nil when unset).
+	Keys *httpapi.Keys
 	// Tracing is the OTEL_* tracing (nil: off); the server flushes it on Stop.
 	Tracing *tracing.Provider
 }
@@ -58,7 +60,7 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 		src = &dbfile.WithASN{City: db, ASN: asnDB}
 	}
 	answers := answer.New(src, answer.Options{CacheSize: cfg.CacheSize})
-	if _, err := httpapi.New(srv, answers, httpapi.Options{MaxAge: cfg.CacheMaxAge}); err != nil {
+	if _, err := httpapi.New(srv, answers, httpapi.Options{MaxAge: cfg.CacheMaxAge, Keys: deps.Keys}); err != nil {
 		return nil, nil, err
 	}
 	srv.AddReadinessCheck("database", func(context.Context) error {

@@ -31,6 +31,7 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/convert"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/exepages"
+	"github.com/apistack/platform/services/geoip/internal/httpapi"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -78,8 +79,11 @@ Environment (serve):
                             .mmdb) filling asn and org (default: none, both empty)
   GEOIP_OVERRIDES           JSON file of local corrections, [{"network": CIDR, "city": ...}]
                             (default: none); reloaded as the databases are
-  GEOIP_WATCH_INTERVAL      how often the database and overrides files are checked for
-                            changes (5s)
+  GEOIP_KEYS_FILE           JSON file of API keys, {"keys": [{"key", "name", "limit",
+                            "window"}]} (default: none); ?key= or Authorization: Bearer
+                            selects a key's limit; reloaded as the databases are
+  GEOIP_WATCH_INTERVAL      how often the database, overrides and keys files are checked
+                            for changes (5s)
   IP2LOCATION_TOKEN, IP2LOCATION_PRODUCT
                             download and install updates (e.g. DB11LITEBINIPV6); both or
                             neither (default: off)
@@ -108,7 +112,7 @@ Environment (serve):
                             (http/protobuf or grpc), OTEL_TRACES_SAMPLER and _ARG,
                             OTEL_SERVICE_NAME (geoip) and the SDK's other OTEL_* variables
 
-Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database and overrides files.
+Signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the database, overrides and keys files.
 `
 
 // run is the whole program behind main, so a test can drive it with its own arguments,
@@ -161,8 +165,10 @@ type App struct {
 	Updater *updater.Updater // nil without IP2LOCATION_TOKEN
 	Answers *answer.Engine
 	// Overrides is GEOIP_OVERRIDES, swapped into Answers (nil when unset).
-	Overrides *overridesFile
-	HTTP      *apiserver.Server[struct{}] // cmd/geoip/http.go
+	Overrides *watchedFile
+	// Keys is GEOIP_KEYS_FILE, swapped into the lookups' key check (nil when unset).
+	Keys *watchedFile
+	HTTP *apiserver.Server[struct{}] // cmd/geoip/http.go
 }
 
 // Close stops the server (a no-op once it has stopped), then closes the databases and the
@@ -225,7 +231,14 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 	if app.ASN != nil {
 		closers = append(closers, app.ASN.Close)
 	}
-	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Tracing: app.Tracing}); err != nil {
+	var keys *httpapi.Keys
+	if cfg.KeysPath != "" {
+		keys = httpapi.NewKeys(nil)
+		if app.Keys, err = openKeys(cfg.KeysPath, keys, cfg.WatchInterval, app.Log); err != nil {
+			return nil, err
+		}
+	}
+	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Keys: keys, Tracing: app.Tracing}); err != nil {
 		return nil, err
 	}
 	if cfg.OverridesPath != "" {
@@ -242,17 +255,18 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 // goroutine it started has.
 func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()) {
 	var wg sync.WaitGroup
-	// One signal handler: each value of hup reloads both databases and the overrides.
+	// One signal handler: each value of hup reloads both databases, the overrides and the keys.
 	cityHup := make(chan os.Signal, 1)
 	asnHup := make(chan os.Signal, 1)
 	overridesHup := make(chan os.Signal, 1)
+	keysHup := make(chan os.Signal, 1)
 	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case sig := <-hup:
-				for _, ch := range []chan os.Signal{cityHup, asnHup, overridesHup} {
+				for _, ch := range []chan os.Signal{cityHup, asnHup, overridesHup, keysHup} {
 					select {
 					case ch <- sig:
 					default: // a reload is pending already
@@ -267,6 +281,9 @@ func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()
 	}
 	if a.Overrides != nil {
 		wg.Go(func() { a.Overrides.Watch(ctx, overridesHup) })
+	}
+	if a.Keys != nil {
+		wg.Go(func() { a.Keys.Watch(ctx, keysHup) })
 	}
 	if a.Updater != nil {
 		wg.Go(func() { a.Updater.Run(ctx) })

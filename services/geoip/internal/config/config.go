@@ -32,6 +32,7 @@ type Config struct {
 	DBPath         string        // GEOIP_DB
 	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
 	OverridesPath  string        // GEOIP_OVERRIDES: optional JSON file of local corrections
+	KeysPath       string        // GEOIP_KEYS_FILE: optional JSON file of API keys and their limits
 	WatchInterval  time.Duration // GEOIP_WATCH_INTERVAL
 	Token          string        // IP2LOCATION_TOKEN
 	Product        string        // IP2LOCATION_PRODUCT
@@ -112,6 +113,7 @@ func Load(getenv func(string) string) (Config, error) {
 		DBPath:         getenv("GEOIP_DB"),
 		ASNPath:        getenv("GEOIP_ASN_DB"),
 		OverridesPath:  getenv("GEOIP_OVERRIDES"),
+		KeysPath:       getenv("GEOIP_KEYS_FILE"),
 		Token:          getenv("IP2LOCATION_TOKEN"),
 		Product:        getenv("IP2LOCATION_PRODUCT"),
 		DownloadURL:    getenv("IP2LOCATION_DOWNLOAD_URL"),
@@ -218,6 +220,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("settings", c.Settings),
 		slog.String("db", c.DBPath), slog.String("asn_db", c.ASNPath),
 		slog.String("overrides", c.OverridesPath),
+		slog.String("keys_file", c.KeysPath), // the path only: the keys are never logged
 		slog.String("watch_interval", c.WatchInterval.String()),
 		slog.String("ip2location_token", token), slog.String("ip2location_product", c.Product),
 		slog.String("ip2location_download_url", redactURL(c.DownloadURL)),

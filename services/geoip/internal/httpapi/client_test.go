@@ -12,11 +12,11 @@ import (
 
 var updateOpenAPI = flag.Bool("update-openapi", false, "rewrite openapi.json from the live document, unless the change breaks clients and openapi.breaking does not allow it")
 
-// liveDocument is the document a server with default options serves,
-// indented as committed.
+// liveDocument is the document a server with default options and a keys file
+// (GEOIP_KEYS_FILE, which adds the key schemes) serves, indented as committed.
 func liveDocument(t *testing.T) []byte {
 	t.Helper()
-	s := newTestServer(t, newFixtureDB())
+	s := newTestServer(t, newFixtureDB(), withKeys(t, `{"keys": []}`))
 	rec := s.get("/openapi.json")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /openapi.json: %d", rec.Code)

@@ -157,7 +157,7 @@ func TestEndpointsOnEmbeddedSample(t *testing.T) {
 		{name: "caller ip", req: request{path: "/ip/", peer: "[2001:4860:4860::8888]:1"}, status: 200, body: "2001:4860:4860::8888"},
 		{name: "caller version", req: request{path: "/version/", peer: "[2001:4860:4860::8888]:1"}, status: 200, body: "IPv6"},
 		{name: "unknown field", req: request{path: "/8.8.8.8/nope/"}, status: 404, ctype: "application/json",
-			json: map[string]any{"statusCode": "404", "error": "Not Found"}},
+			json: map[string]any{"error": true, "reason": "Not Found"}}, // ipapi.co's body: a lookup's grammar
 		{name: "unknown caller path", req: request{path: "/nope/"}, status: 404, json: map[string]any{"statusCode": "404"}},
 	}
 	for _, r := range rows {
@@ -268,8 +268,9 @@ func TestDatabaseErrorIsA500(t *testing.T) {
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status %d, want 500", w.Code)
 	}
-	if got := decodeObject(t, w.Body.Bytes()); got["statusCode"] == nil {
-		t.Errorf("not the library's error body: %s", w.Body)
+	// ipapi.co's body, as every error of a lookup.
+	if got := decodeObject(t, w.Body.Bytes()); got["error"] != true || got["reason"] != "Internal Error" || got["statusCode"] != nil {
+		t.Errorf("not ipapi.co's error body: %s", w.Body)
 	}
 }
 

@@ -112,6 +112,7 @@ type testOptions struct {
 	CacheSize int
 	CacheTTL  time.Duration
 	Now       func() time.Time
+	Keys      *Keys
 }
 
 type serverOption func(*apiserver.Config[struct{}], *testOptions)
@@ -146,7 +147,7 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 		src = answer.Records(db)
 	}
 	answers := answer.New(src, answer.Options{CacheSize: o.CacheSize, CacheTTL: o.CacheTTL, Now: o.Now})
-	api, err := New(srv, answers, Options{MaxAge: o.MaxAge})
+	api, err := New(srv, answers, Options{MaxAge: o.MaxAge, Keys: o.Keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,9 @@ type Options struct {
 	// MaxAge is the Cache-Control max-age of explicit-address answers (default 1h). The
 	// ETag lets clients revalidate cheaply afterwards.
 	MaxAge time.Duration
+	// Keys are the API keys (GEOIP_KEYS_FILE): a key sent with a lookup selects its
+	// limit. nil: no keys, and a key sent is ignored.
+	Keys *Keys
 }
 
 // API serves the endpoints of one server.
@@ -29,6 +32,7 @@ type API struct {
 	srv         *apiserver.Server[struct{}]
 	answers     *answer.Engine
 	publicCache string // Cache-Control of explicit-address answers
+	keys        *Keys  // nil without GEOIP_KEYS_FILE
 }
 
 // Description is the service's /docs text with an ASN database; DB-IP's licence (CC BY 4.0) requires the
@@ -37,7 +41,13 @@ const Description = `Location of IPv4 and IPv6 addresses, with ipapi.co's URL gr
 	"`/{ip}/json/`, `/json/` (the caller), `/{ip}/{field}/` and `/{field}/` (plain text), " +
 	"`xml`, `csv`, `yaml` and `jsonp` formats, and `POST /batch`.\n\n" +
 	"Reserved addresses (private, loopback, documentation...) are answered with `reserved: true` " +
-	"without a lookup; invalid ones with 400 and ipapi.co's body `{\"ip\": \"...\", \"error\": true, \"reason\": \"Invalid IP Address\"}`.\n\n" +
+	"without a lookup; invalid ones with 400 and ipapi.co's body `{\"ip\": \"...\", \"error\": true, \"reason\": \"Invalid IP Address\"}`. " +
+	"Every other error of a lookup is ipapi.co's body too, `{\"error\": true, \"reason\": \"RateLimited\", \"message\": \"...\"}` " +
+	"(429 with `Retry-After`; reasons `Invalid Key`, `Invalid Request`, `Not Found`, `Internal Error`); `/batch` and `/usage` keep the platform's error body.\n\n" +
+	"**API keys**: with `GEOIP_KEYS_FILE` (`{\"keys\": [{\"key\": \"...\", \"name\": \"acme\", \"limit\": 1000, \"window\": \"1m\"}]}`), " +
+	"a lookup with `?key=KEY` (ipapi.co's form) or `Authorization: Bearer KEY` is limited by the key's limit, shared by every replica, " +
+	"instead of its address's; an unknown key is a 403 (reason `Invalid Key`); without a key the per-address limit applies. " +
+	"`GET /usage?key=KEY` answers the key's lookups today and its limit.\n\n" +
 	"**Local overrides**: an operator can correct networks with a JSON file named by `GEOIP_OVERRIDES`, " +
 	"`[{\"network\": \"10.20.0.0/16\", \"city\": \"Head Office\", \"country\": \"NL\"}, ...]`. " +
 	"An override is consulted before the reserved ranges and the database, the longest prefix winning: " +
@@ -69,6 +79,7 @@ func New(srv *apiserver.Server[struct{}], answers *answer.Engine, opts Options) 
 		srv:         srv,
 		answers:     answers,
 		publicCache: "public, max-age=" + strconv.Itoa(int(opts.MaxAge/time.Second)),
+		keys:        opts.Keys,
 	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -83,6 +94,7 @@ func New(srv *apiserver.Server[struct{}], answers *answer.Engine, opts Options) 
 		}
 	}
 	a.register()
+	a.registerUsage()
 	a.installRedirects()
 	a.registerRoot()
 	return a, nil

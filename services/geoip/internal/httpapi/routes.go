@@ -92,19 +92,21 @@ type (
 const (
 	tagLookup = "lookup"
 	tagCaller = "caller"
+	tagKeys   = "keys"
 )
 
 // register declares every endpoint through the library, so each appears in /docs with its
 // parameters and examples. gin allows one wildcard name per path position, so the first
 // segment is :ip everywhere and the caller's field endpoints are static paths.
 func (a *API) register() {
-	// An invalid address is answered in ipapi.co's shape; a JSONP callback that is not an
-	// identifier path keeps the library's validation body.
+	// Every error of a lookup is answered in ipapi.co's shape (ipapiErrors), an invalid
+	// address with the address too; with GEOIP_KEYS_FILE a key selects its own limit.
 	addressErrors := []apiserver.ErrorBody{{
 		Status:      http.StatusBadRequest,
-		Description: `Not an IP address (or an IPv6 address with a zone identifier): ipapi.co's body, error a boolean. (The JSONP endpoints answer a bad callback with the standard validation body.)`,
+		Description: `Not an IP address (or an IPv6 address with a zone identifier): ipapi.co's body with the address, error a boolean; any other invalid input (a JSONP callback that is not an identifier path) has reason "Invalid Request".`,
 		Example:     AddressError{IP: "999.1.1.1", Error: true, Reason: reasonInvalid},
 	}}
+	keyed := a.identityLimit()
 	for _, f := range formats {
 		var docFormats []apiserver.Format
 		if f.doc.MediaType != "" {
@@ -115,12 +117,14 @@ func (a *API) register() {
 			Summary:     "Location of an address as " + f.summary,
 			Description: "Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.",
 			Formats:     docFormats, NotJSON: docFormats != nil, ErrorBodies: addressErrors,
+			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}
 		caller := apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + f.name + "/", Tags: []string{tagCaller},
 			Summary:     "Location of the caller as " + f.summary,
 			Description: "The caller is the TCP peer, or behind a proxy listed in TRUSTED_PROXIES the right-most untrusted X-Forwarded-For entry. Cache-Control: private.",
 			Formats:     docFormats, NotJSON: docFormats != nil,
+			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}
 		if f.name == "jsonp" {
 			apiserver.Register(a.srv, explicit, func(c *apiserver.Context[struct{}], in *ipJSONPInput) (recordAnswer, error) {
@@ -146,7 +150,8 @@ func (a *API) register() {
 		Produces:    []string{"text/plain"}, NotJSON: true, Responses: map[int]string{http.StatusNotFound: "No such field (the route is unknown)"}, ErrorBodies: addressErrors,
 		// One route per field: beside the format routes (/:ip/json/...), a :field
 		// wildcard would cost every lookup gin's way back (two allocations).
-		PathValues: map[string][]string{"field": textFieldNames},
+		PathValues:    map[string][]string{"field": textFieldNames},
+		IdentityLimit: keyed, ErrorMap: ipapiErrors,
 	}, func(c *apiserver.Context[struct{}], in *ipFieldInput) (textAnswer, error) {
 		get, _ := answer.TextField(in.Field) // one of PathValues: the others are not routed
 		addr, err := parseAddr(in.IP)
@@ -161,6 +166,7 @@ func (a *API) register() {
 			Method: http.MethodGet, URL: "/" + name + "/", Tags: []string{tagCaller},
 			Summary:  "The caller's " + name + ", as plain text",
 			Produces: []string{"text/plain"}, NotJSON: true,
+			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}, func(c *apiserver.Context[struct{}], _ *callerInput) (textAnswer, error) {
 			addr, err := a.callerAddr(c.Request)
 			if err != nil {
@@ -175,7 +181,9 @@ func (a *API) register() {
 		Summary: "Locations of up to 100 addresses",
 		Description: "One result per address, in order. An entry that is not an address gets " +
 			`{"ip": "...", "error": true, "reason": "Invalid IP Address"} with the other fields empty; ` +
-			"reserved addresses get reserved: true. More than 100 addresses is a 400.",
+			"reserved addresses get reserved: true. More than 100 addresses is a 400. " +
+			"A key selects its limit as on the other lookups; errors keep the platform's body (validation details).",
+		IdentityLimit: keyed,
 	}, func(c *apiserver.Context[struct{}], in *batchInput) (apiserver.Response[batchHeaders, []Location], error) {
 		out := make([]Location, len(in.Body))
 		for i, text := range in.Body {
@@ -287,7 +295,13 @@ func (a *API) installRedirects() {
 			c.Abort()
 			return
 		}
-		a.srv.WriteError(c, apiserver.NotFoundError("Route "+c.Request.Method+" "+c.Request.URL.Path+" not found"))
+		notFound := apiserver.NotFoundError("Route " + c.Request.Method + " " + c.Request.URL.Path + " not found")
+		if lookupShaped(c.Request) {
+			// /{ip}/{unknown field}/ is a lookup's error: ipapi.co's body, as documented there.
+			a.srv.WriteErrorMapped(c, notFound, ipapiErrors)
+			return
+		}
+		a.srv.WriteError(c, notFound)
 	})
 }
 
@@ -314,4 +328,18 @@ func slashRedirect(r *http.Request) (string, bool) {
 		to += "?" + r.URL.RawQuery // the JSONP callback, an API key
 	}
 	return to, true
+}
+
+// lookupShaped reports whether r has the form of /{ip}/{field}/: a GET of two segments
+// and a trailing slash.
+func lookupShaped(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	p := r.URL.Path
+	if len(p) < 4 || !strings.HasSuffix(p, "/") {
+		return false
+	}
+	a, b, ok := strings.Cut(p[1:len(p)-1], "/")
+	return ok && a != "" && b != "" && !strings.Contains(b, "/")
 }

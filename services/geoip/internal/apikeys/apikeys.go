@@ -1,0 +1,164 @@
+// Package apikeys holds geoip's API keys (GEOIP_KEYS_FILE): a file checked whole, each key
+// kept only as its SHA-256 digest beside its name and rate limit, and found by a key.
+package apikeys
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+)
+
+// Bounds of a keys file; a file past any of them is refused whole.
+const (
+	MaxFileSize   = 1 << 20 // bytes
+	MaxKeys       = 10_000
+	MinKeyLength  = 16 // a guessable key would be anybody's
+	MaxKeyLength  = 256
+	MaxNameLength = 64
+	MaxLimit      = 100_000_000 // requests per window
+	MinWindow     = time.Second
+	MaxWindow     = 24 * time.Hour
+)
+
+// Key is one key's public side: the name its usage is counted under and its limit. The
+// secret itself is not kept.
+type Key struct {
+	Name   string
+	Max    int           // requests per Window, with a burst of Max
+	Window time.Duration // GCRA's: Max requests at once, then one every Window/Max
+}
+
+// Set is a parsed keys file; it never changes once made.
+type Set struct {
+	byDigest map[[sha256.Size]byte]*entry
+	byName   map[string]*Key
+}
+
+type entry struct {
+	digest [sha256.Size]byte
+	key    Key
+}
+
+// fileKey is one entry of the file, as written.
+type fileKey struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Limit  int    `json:"limit"`
+	Window string `json:"window"`
+}
+
+var (
+	keyChars  = regexp.MustCompile(`^[\x21-\x7e]+$`) // printable ASCII, no space
+	nameChars = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]*$`)
+)
+
+// Parse checks a keys file, {"keys": [{"key", "name", "limit", "window"}]}, whole: every
+// entry and the file's bounds. Errors name the entry by its position and name, never by
+// its key.
+func Parse(data []byte) (*Set, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("keys file: %d bytes, more than the %d allowed", len(data), MaxFileSize)
+	}
+	var file struct {
+		Keys *[]fileKey `json:"keys"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return nil, fmt.Errorf("keys file: not {\"keys\": [...]}: %s", jsonError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("keys file: data after the JSON object")
+	}
+	if file.Keys == nil {
+		return nil, errors.New(`keys file: "keys" is missing`)
+	}
+	keys := *file.Keys
+	if len(keys) > MaxKeys {
+		return nil, fmt.Errorf("keys file: %d keys, more than the %d allowed", len(keys), MaxKeys)
+	}
+	s := &Set{byDigest: make(map[[sha256.Size]byte]*entry, len(keys)), byName: make(map[string]*Key, len(keys))}
+	for i, k := range keys {
+		e, err := check(k)
+		if err != nil {
+			return nil, fmt.Errorf("keys file: entry %d (%q): %w", i+1, k.Name, err)
+		}
+		if _, dup := s.byName[e.key.Name]; dup {
+			return nil, fmt.Errorf("keys file: entry %d: name %q is used twice (usage is counted by name)", i+1, e.key.Name)
+		}
+		if _, dup := s.byDigest[e.digest]; dup {
+			return nil, fmt.Errorf("keys file: entry %d (%q): the same key is listed twice", i+1, e.key.Name)
+		}
+		s.byDigest[e.digest] = e
+		s.byName[e.key.Name] = &e.key
+	}
+	return s, nil
+}
+
+func check(k fileKey) (*entry, error) {
+	switch {
+	case len(k.Name) == 0 || len(k.Name) > MaxNameLength || !nameChars.MatchString(k.Name):
+		return nil, fmt.Errorf("name: want 1-%d letters, digits, '.', '_', '@' or '-'", MaxNameLength)
+	case len(k.Key) < MinKeyLength || len(k.Key) > MaxKeyLength:
+		return nil, fmt.Errorf("key: %d characters, want %d-%d", len(k.Key), MinKeyLength, MaxKeyLength)
+	case !keyChars.MatchString(k.Key):
+		return nil, errors.New("key: printable ASCII without spaces only")
+	case k.Limit < 1 || k.Limit > MaxLimit:
+		return nil, fmt.Errorf("limit: %d, want 1-%d", k.Limit, MaxLimit)
+	}
+	w, err := time.ParseDuration(k.Window)
+	if err != nil || w < MinWindow || w > MaxWindow {
+		return nil, fmt.Errorf("window: %q, want a duration from %s to %s, like \"1m\"", k.Window, MinWindow, MaxWindow)
+	}
+	return &entry{digest: sha256.Sum256([]byte(k.Key)), key: Key{Name: k.Name, Max: k.Limit, Window: w}}, nil
+}
+
+func jsonError(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %s has the wrong type", te.Field)
+	}
+	// Unknown fields and the like: encoding/json's text names the field, not a value.
+	return err.Error()
+}
+
+// Len is the number of keys.
+func (s *Set) Len() int { return len(s.byDigest) }
+
+// Lookup finds the key presented. The set holds digests only: the presented key is hashed
+// and its digest found in a map, then compared in constant time. The map's timing can
+// depend only on the digest, which an attacker cannot steer toward a real key's without
+// knowing it, so it reveals nothing about the keys.
+func (s *Set) Lookup(presented string) (Key, bool) {
+	if s == nil || len(presented) > MaxKeyLength {
+		return Key{}, false
+	}
+	d := sha256.Sum256([]byte(presented))
+	e, ok := s.byDigest[d]
+	if !ok || subtle.ConstantTimeCompare(d[:], e.digest[:]) != 1 {
+		return Key{}, false
+	}
+	return e.key, true
+}
+
+// ByName is the key named name (for its limit when answering usage).
+func (s *Set) ByName(name string) (Key, bool) {
+	if s == nil {
+		return Key{}, false
+	}
+	k, ok := s.byName[name]
+	if !ok {
+		return Key{}, false
+	}
+	return *k, true
+}
