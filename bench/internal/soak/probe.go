@@ -17,9 +17,9 @@ import (
 
 // Sample is one reading of the figures that must stay flat.
 type Sample struct {
-	Elapsed     time.Duration
-	RSS         int64 // the replica's VmRSS, bytes
-	Goroutines  int64 // its go_goroutines gauge
+	Elapsed    time.Duration
+	RSS        int64 // the replica's VmRSS, bytes
+	Goroutines int64 // its go_goroutines gauge
 	// RedisMemory is INFO memory's used_memory less the clients' and the AOF's
 	// buffers (mem_clients_normal, mem_aof_buffer), bytes: those follow the
 	// moment's traffic (a burst of reconnects reading history fills output
