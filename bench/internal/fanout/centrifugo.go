@@ -3,9 +3,6 @@ package fanout
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/apistack/platform/bench/internal/hs256"
 
 	"github.com/coder/websocket"
 )
@@ -39,15 +38,11 @@ func centrifugoToken(secret, sub string, now time.Time) (string, error) {
 	if secret == "" {
 		return "", errors.New("centrifugo: no HMAC secret for connection tokens")
 	}
-	header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	claims, err := json.Marshal(map[string]any{"sub": sub, "exp": now.Add(centrifugoTokenTTL).Unix()})
+	tok, err := hs256.Sign([]byte(secret), map[string]any{"sub": sub, "exp": now.Add(centrifugoTokenTTL).Unix()})
 	if err != nil {
-		return "", fmt.Errorf("centrifugo: encode claims: %w", err)
+		return "", fmt.Errorf("centrifugo: %w", err)
 	}
-	signed := header + "." + base64.RawURLEncoding.EncodeToString(claims)
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(signed))
-	return signed + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+	return tok, nil
 }
 
 // centrifugoWSURL is a node's WebSocket endpoint.

@@ -84,7 +84,7 @@ func Cost(ctx context.Context, cfg CostConfig) (*CostResult, error) {
 	run := time.Now().UnixNano()
 	tokens := make([]string, cfg.Senders)
 	for i := range tokens {
-		tokens[i] = SignHS256(cfg.Secret, map[string]any{"sub": fmt.Sprintf("cost-%d-%d", run, i),
+		tokens[i] = sign(cfg.Secret, map[string]any{"sub": fmt.Sprintf("cost-%d-%d", run, i),
 			"name": fmt.Sprintf("cost%d", i), "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
 		// The first message makes the sender a chatter of both channels (and
 		// provisions the user), before the modes hold first messages.

@@ -5,15 +5,10 @@
 package raid
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,6 +18,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/bench/internal/chatwire"
+	"github.com/apistack/platform/bench/internal/hs256"
+	"github.com/apistack/platform/bench/internal/jsonapi"
 	"github.com/apistack/platform/bench/internal/netguard"
 )
 
@@ -97,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				}
 			}
 			run := start.UnixNano()
-			token := SignHS256(cfg.Secret, map[string]any{"sub": fmt.Sprintf("raider-%d-%d", run, i),
+			token := sign(cfg.Secret, map[string]any{"sub": fmt.Sprintf("raider-%d-%d", run, i),
 				"name": fmt.Sprintf("raider%d", i), "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
 			base := API{Base: cfg.Bases[i%len(cfg.Bases)], Client: client}
 			var out struct {
@@ -264,50 +261,19 @@ type API struct {
 // Call sends a JSON request under /api/v1 and decodes a 2xx answer into out (when
 // not nil); it returns the status, or an error for a failed exchange.
 func (a *API) Call(ctx context.Context, method, path, token string, body, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
+	status, refused, err := jsonapi.Call(ctx, a.Client, method, strings.TrimRight(a.Base, "/")+"/api/v1"+path, token, body, out)
+	if err != nil || refused == nil {
+		return status, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(a.Base, "/")+"/api/v1"+path, rd)
-	if err != nil {
-		return 0, err
+	var e struct {
+		Reason string `json:"reason"`
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := a.Client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Reason string `json:"reason"`
-		}
-		_ = json.Unmarshal(data, &e)
-		a.mu.Lock()
-		a.lastError = fmt.Sprintf("%s %s: %d %.200s", method, path, resp.StatusCode, data)
-		a.lastReason = e.Reason
-		a.mu.Unlock()
-		return resp.StatusCode, nil
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
-	}
-	return resp.StatusCode, nil
+	_ = json.Unmarshal(refused, &e)
+	a.mu.Lock()
+	a.lastError = fmt.Sprintf("%s %s: %d %.200s", method, path, status, refused)
+	a.lastReason = e.Reason
+	a.mu.Unlock()
+	return status, nil
 }
 
 // LastError is the last non-2xx answer, for messages.
@@ -324,14 +290,11 @@ func (a *API) LastReason() string {
 	return a.lastReason
 }
 
-// SignHS256 returns a compact JWT of claims signed with HMAC-SHA256 (what the chat
-// service accepts with CHAT_JWT_SECRET; `chat token` makes the same).
-func SignHS256(secret []byte, claims map[string]any) string {
-	enc := base64.RawURLEncoding
-	header := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	body, _ := json.Marshal(claims) // a map of strings and numbers always encodes
-	signing := header + "." + enc.EncodeToString(body)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(signing))
-	return signing + "." + enc.EncodeToString(mac.Sum(nil))
+// sign is hs256.Sign of claims that always encode (strings and numbers).
+func sign(secret []byte, claims map[string]any) string {
+	tok, err := hs256.Sign(secret, claims)
+	if err != nil {
+		panic(err)
+	}
+	return tok
 }

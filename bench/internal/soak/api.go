@@ -1,16 +1,15 @@
 package soak
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/apistack/platform/bench/internal/jsonapi"
 
 	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/netguard"
@@ -38,40 +37,11 @@ func newAPI(base, admin string) *api {
 // call sends a JSON request and decodes a 2xx answer into out (when not nil); it
 // returns the status, or an error for a failed exchange.
 func (a *api) call(ctx context.Context, method, path, token string, body, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(b)
+	status, refused, err := jsonapi.Call(ctx, a.client, method, a.base+path, token, body, out)
+	if refused != nil {
+		a.lastError.Store(fmt.Sprintf("%s %s: %d %.200s", method, path, status, refused))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 != 2 {
-		a.lastError.Store(fmt.Sprintf("%s %s: %d %.200s", method, path, resp.StatusCode, data))
-	}
-	if out != nil && resp.StatusCode/100 == 2 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return status, err
 }
 
 // createUsers makes n viewers named prefix_u0.. and returns them with their tokens.
