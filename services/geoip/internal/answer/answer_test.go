@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
 // formatsOf writes loc in every format built from a Location.
@@ -23,7 +24,7 @@ func formatsOf(t testing.TB, loc *Location) string {
 // A cached answer is kept as its JSON bytes: the record read back from them writes every
 // format as the record read from the database does.
 func TestCachedRecordsWriteAsTheRecord(t *testing.T) {
-	db := embeddedSample(t)
+	db := testdb.EmbeddedSample(t)
 	cached := New(db, Options{})
 	uncached := New(db, Options{CacheSize: -1})
 	for _, ip := range []string{"8.8.8.8", "1.1.1.1", "81.2.69.160", "2001:4860:4860::8888", "2a00:1450:4001::1", "5.6.7.8", "41.1.1.1", "200.1.1.1", "10.1.1.1", "100.64.0.1"} {
@@ -76,7 +77,7 @@ func FuzzAnswer(f *testing.F) {
 		a := netip.MustParseAddr(s).As16()
 		f.Add(a[:], netip.MustParseAddr(s).Is4())
 	}
-	e := New(embeddedSample(f), Options{CacheSize: 64})
+	e := New(testdb.EmbeddedSample(f), Options{CacheSize: 64})
 	f.Fuzz(func(t *testing.T, raw []byte, is4 bool) {
 		var a16 [16]byte
 		copy(a16[:], raw)

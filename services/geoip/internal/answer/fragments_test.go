@@ -78,7 +78,7 @@ func sameAnswersByLocation(t *testing.T, m *dbfile.Manager, n int) {
 }
 
 func TestLocationFragmentsAnswerAsTheRecordOnTheSample(t *testing.T) {
-	sameAnswersByLocation(t, embeddedSample(t), 20000)
+	sameAnswersByLocation(t, testdb.EmbeddedSample(t), 20000)
 }
 
 func TestLocationFragmentsAnswerAsTheRecordOnFullData(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
 func mustOverrides(t testing.TB, text string) *Overrides {
@@ -189,7 +190,7 @@ func TestOverridesBounded(t *testing.T) {
 // replace the record's (a new country brings its facts), in JSON and in records alike,
 // and a swap changes the answers and their ETags at once, cached or not.
 func TestEngineOverrides(t *testing.T) {
-	db := embeddedSample(t)
+	db := testdb.EmbeddedSample(t)
 	e := New(db, Options{})
 	public, private := netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("10.1.2.3")
 	before, beforeTag, _, err := e.Answer(public)
@@ -292,7 +293,7 @@ func nonMatching(tb testing.TB, n int) (*Overrides, []netip.Addr) {
 // BenchmarkNonMatchingOverrides answers addresses no override holds, with no table and
 // with 10,000 networks, side by side: cached answers (hot addresses) and uncached ones.
 func BenchmarkNonMatchingOverrides(b *testing.B) {
-	db := embeddedSample(b)
+	db := testdb.EmbeddedSample(b)
 	big, addrs := nonMatching(b, 10_000)
 	for _, cached := range []bool{true, false} {
 		for _, c := range []struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkExplicitJSON(b *testing.B) {
 	dbs := []struct {
 		name string
 		db   func(testing.TB) DB
-	}{{"sample", func(tb testing.TB) DB { return embeddedSample(tb) }}}
+	}{{"sample", func(tb testing.TB) DB { return testdb.EmbeddedSample(tb) }}}
 	if path := os.Getenv("GEOIP_BENCH_DB"); path != "" {
 		dbs = append(dbs, struct {
 			name string
@@ -143,7 +144,7 @@ func BenchmarkAnswerJSONCached(b *testing.B) {
 // generator exempt from the rate limit, as bench/scripts/geoip-http.sh runs it. A header
 // added here belongs in the floor's list too.
 func TestExplicitAnswerHeadersAreTheFloors(t *testing.T) {
-	s := newTestServer(t, embeddedSample(t), production)
+	s := newTestServer(t, testdb.EmbeddedSample(t), production)
 	req := httptest.NewRequest(http.MethodGet, "/81.2.69.1/json/", nil)
 	req.RemoteAddr = "127.0.0.1:1"
 	w := httptest.NewRecorder()

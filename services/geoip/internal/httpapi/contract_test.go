@@ -18,6 +18,7 @@ import (
 
 	"github.com/apistack/platform/services/geoip/internal/asn"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
 // ipapiRecord is ipapi.co's answer as its documentation and its clients type it: strings,
@@ -148,7 +149,7 @@ func keysOf(t *testing.T, body []byte) []string {
 }
 
 func TestContractWithIPAPIClients(t *testing.T) {
-	s := newTestServer(t, withASNFixture{DB: embeddedSample(t), asn: asnFixture(t)})
+	s := newTestServer(t, withASNFixture{DB: testdb.EmbeddedSample(t), asn: asnFixture(t)})
 	google := ipapiRecord{IP: "8.8.8.8", Network: "8.8.8.0/24", Version: "IPv4", City: "Mountain View",
 		Region: "California", RegionCode: "CA", Country: "US", CountryName: "United States", CountryCode: "US",
 		CountryCodeISO3: "USA", CountryCapital: "Washington", CountryTLD: ".us", ContinentCode: "NA",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
 // row is one request and what its answer must be; a new behaviour is a new row.
@@ -69,7 +70,7 @@ func (r row) check(t *testing.T, s *testServer) {
 var theEight = []string{"ip", "city", "region", "country", "postal", "latitude", "longitude", "timezone"}
 
 func TestEndpointsOnEmbeddedSample(t *testing.T) {
-	s := newTestServer(t, embeddedSample(t))
+	s := newTestServer(t, testdb.EmbeddedSample(t))
 	google := map[string]any{"ip": "8.8.8.8", "network": "8.8.8.0/24", "version": "IPv4", "city": "Mountain View", "region": "California",
 		"region_code": "CA", "country": "US", "country_name": "United States", "country_code": "US", "country_code_iso3": "USA",
 		"country_capital": "Washington", "country_tld": ".us", "continent_code": "NA", "in_eu": false, "postal": "",
@@ -166,7 +167,7 @@ func TestEndpointsOnEmbeddedSample(t *testing.T) {
 }
 
 func TestRecordAnswersCarryTheEightFields(t *testing.T) {
-	s := newTestServer(t, embeddedSample(t))
+	s := newTestServer(t, testdb.EmbeddedSample(t))
 	for _, path := range []string{"/8.8.8.8/json/", "/2001:4860:4860::8888/json/", "/5.6.7.8/json/", "/10.1.2.3/json/", "/::1/json/"} {
 		got := decodeObject(t, s.get(path).Body.Bytes())
 		for _, k := range append(slices.Clone(theEight), "version", "utc_offset", "country_name", "continent_code", "in_eu") {

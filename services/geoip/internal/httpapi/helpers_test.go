@@ -17,10 +17,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
 	"github.com/apistack/platform/services/geoip/internal/answer"
-	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
-	"github.com/apistack/platform/services/geoip/internal/sample"
-	"github.com/apistack/platform/services/geoip/internal/tz"
 )
 
 // fixtureDB is the small fixture: a few ranges, a version tests can change as a reload
@@ -160,32 +157,6 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 		ts.contract = v
 	}
 	return ts
-}
-
-var (
-	sampleOnce sync.Once
-	sampleDB   *dbfile.Manager
-	sampleErr  error
-)
-
-// embeddedSample is the service's own default database, with time zones from
-// coordinates as the service completes them.
-func embeddedSample(t testing.TB) *dbfile.Manager {
-	t.Helper()
-	sampleOnce.Do(func() {
-		sampleDB, sampleErr = dbfile.New(dbfile.Config{
-			Fallback:     sample.Open,
-			TimeZones:    tz.New(),
-			PollInterval: -1,
-			Logger:       slog.New(slog.DiscardHandler),
-			// A fixed winter instant: utc_offset is then known (-0800 for California).
-			Now: func() time.Time { return time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) },
-		})
-	})
-	if sampleErr != nil {
-		t.Fatal(sampleErr)
-	}
-	return sampleDB
 }
 
 // request describes one call.

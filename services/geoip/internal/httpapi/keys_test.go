@@ -16,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
 	"github.com/apistack/platform/services/geoip/internal/apikeys"
+	"github.com/apistack/platform/services/geoip/internal/testdb"
 )
 
 const testKey = "k-test-0123456789abcdef"
@@ -162,7 +163,7 @@ func benchKeyed(b *testing.B, store string, random bool) {
 			}
 		},
 	}
-	s := newTestServer(b, embeddedSample(b), opts...)
+	s := newTestServer(b, testdb.EmbeddedSample(b), opts...)
 	h := s.srv.Handler()
 	s.get("/8.8.8.8/json/") // time zones and the answer cache, once
 	// The requests are made once: parsing the longer URL is the client's cost. Both

@@ -1,4 +1,4 @@
-package answer
+package testdb
 
 import (
 	"log/slog"
@@ -17,9 +17,9 @@ var (
 	sampleErr  error
 )
 
-// embeddedSample is the service's own default database, with time zones from
-// coordinates as the service completes them.
-func embeddedSample(t testing.TB) *dbfile.Manager {
+// EmbeddedSample is the service's own default database, with time zones from
+// coordinates as the service completes them, opened once per test binary.
+func EmbeddedSample(t testing.TB) *dbfile.Manager {
 	t.Helper()
 	sampleOnce.Do(func() {
 		sampleDB, sampleErr = dbfile.New(dbfile.Config{
