@@ -61,6 +61,15 @@ type conn struct {
 	// most once. It goes off when a turn finds the queue empty.
 	awake bool
 
+	// Pacing (writers.go), under mu: when the last write began (unix
+	// nanos) and how many writes in a row carried several events but not
+	// a full frame (events reach the socket faster than the writers go
+	// round). due is when a paced connection leaves the pool's later FIFO
+	// (under the pool's lock).
+	wrote int64
+	busy  int
+	due   int64
+
 	user atomic.Pointer[chat.User]
 	// expiry closes the socket at its platform token's exp (nil for a
 	// chat token, which does not expire); a refresh frame moves it.
@@ -136,13 +145,27 @@ func (c *conn) push(fs []*frame, events int) bool {
 	}
 	c.queue = append(c.queue, fs...)
 	c.queued += events
-	wake := !c.awake
-	c.awake = true
+	wake, due := c.wakeUp()
 	c.mu.Unlock()
 	if wake {
-		c.hub.writers.enqueue(c)
+		c.hub.writers.enqueue(c, due)
 	}
 	return true
+}
+
+// wakeUp (under mu) turns the awake flag on and reports whether it was
+// off, in which case the caller hands c to the writer pool, and when c may
+// be written: at its pace after the last write when it is backlogged, else
+// at once (0).
+func (c *conn) wakeUp() (wake bool, due int64) {
+	if c.awake {
+		return false, 0
+	}
+	c.awake = true
+	if c.busy >= busyTurns && c.hub.writers.pace > 0 {
+		due = c.wrote + c.hub.writers.pace
+	}
+	return true, due
 }
 
 // pushControl queues one control frame (hello, presence, ack, error, pong).
@@ -164,11 +187,10 @@ func (c *conn) pushControl(f *frame) {
 	}
 	c.queue = append(c.queue, f)
 	c.queued++
-	wake := !c.awake
-	c.awake = true
+	wake, due := c.wakeUp()
 	c.mu.Unlock()
 	if wake {
-		c.hub.writers.enqueue(c)
+		c.hub.writers.enqueue(c, due)
 	}
 }
 
@@ -199,6 +221,7 @@ func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 		return nil, 0, nil
 	}
 	var first []byte
+	c.wrote = time.Now().UnixNano()
 	for c.head < len(c.queue) {
 		f := c.queue[c.head]
 		if f.events() == 0 {
@@ -246,17 +269,17 @@ func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 
 // writeTurn is a runner's turn on c: it writes one frame (next) and
 // reports whether more is queued, in which case the runner puts c back at
-// the tail of the pool's FIFO; otherwise c goes idle and the next push
-// queues it again. Writes carry no context deadline (coder/websocket would
+// the tail of the pool's FIFO (or, paced, of its later FIFO until due);
+// otherwise c goes idle and the next push queues it again. Writes carry no context deadline (coder/websocket would
 // arm a timer per write); the janitor drops a connection whose write is
 // stuck instead.
-func (c *conn) writeTurn(r *runner) bool {
+func (c *conn) writeTurn(r *runner) (more bool, due int64) {
 	if c.ctx.Err() != nil {
-		return false // gone: cleanup drops the queue
+		return false, 0 // gone: cleanup drops the queue
 	}
 	data, events, buf := c.next()
 	if data == nil {
-		return false
+		return false, 0
 	}
 	now := time.Now().UnixNano()
 	c.writingSince.Store(now)
@@ -270,11 +293,38 @@ func (c *conn) writeTurn(r *runner) bool {
 	if err != nil {
 		c.stop()
 		c.ws.CloseNow()
-		return false
+		return false, 0
 	}
 	c.hub.metrics.frames.Inc()
 	c.hub.metrics.delivered.Add(float64(events))
-	return c.pending()
+	return c.settle(events)
+}
+
+// settle counts a write of events toward pacing and reports, as pending
+// does, whether more is queued. Several events in one frame came while
+// the connection waited for its turn: one more busy write. A single one
+// shows the socket keeps up, and a full frame that pacing would not fill
+// more (it would cap the socket at Batch events per Pace): not busy. A
+// control frame goes out alone whatever follows it, and counts for
+// nothing.
+// When more is queued, due is when c may be written next (0: at once).
+func (c *conn) settle(events int) (more bool, due int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case events == 0:
+	case events > 1 && events < c.hub.opts.Batch:
+		c.busy++
+	default:
+		c.busy = 0
+	}
+	if !c.pendingLocked() {
+		return false, 0
+	}
+	if c.busy >= busyTurns && c.hub.writers.pace > 0 {
+		due = c.wrote + c.hub.writers.pace
+	}
+	return true, due
 }
 
 // pending reports whether c has more queued after a write; if not, c
@@ -283,6 +333,10 @@ func (c *conn) writeTurn(r *runner) bool {
 func (c *conn) pending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.pendingLocked()
+}
+
+func (c *conn) pendingLocked() bool {
 	if c.head < len(c.queue) && !c.closing {
 		return true
 	}
@@ -294,7 +348,7 @@ func (c *conn) pending() bool {
 // first: until then it was held awake, so pushes only queued.
 func (c *conn) release() {
 	if c.pending() {
-		c.hub.writers.enqueue(c)
+		c.hub.writers.enqueue(c, 0)
 	}
 }
 

@@ -44,6 +44,13 @@ type Options struct {
 	// writer shares the only P, as a writer per socket did); a writer stuck
 	// on a slow peer for over 2 ms is replaced, so it holds up nobody else.
 	Writers int
+	// Pace is the least time between the starts of two writes to a socket
+	// that stays backlogged: whose last 3 writes each carried several
+	// events, but not a full frame of Batch (16 ms; negative: none). It
+	// only holds back sockets that events reach faster than the writers
+	// go round, so that each write carries more of them; a socket that
+	// keeps up (one event per write) is written at once.
+	Pace time.Duration
 	// MaxFrameBytes is the largest client frame; bigger ones close the
 	// connection with 1009 (4096).
 	MaxFrameBytes int64
@@ -91,6 +98,9 @@ func (o *Options) fill() error {
 	}
 	if o.Writers <= 0 {
 		o.Writers = DefaultWriters()
+	}
+	if o.Pace == 0 {
+		o.Pace = 16 * time.Millisecond
 	}
 	if o.Limits == nil {
 		l := DefaultLimits
@@ -220,7 +230,7 @@ func NewHub(svc *chat.Service, src Sources, opts Options) (*Hub, error) {
 	h := &Hub{svc: svc, log: svc.Events(), lookup: src.Users, opts: opts, logger: opts.Logger,
 		rooms: map[string]*room{}, conns: map[*conn]struct{}{}, sources: map[string]*source{},
 		networks: map[string]int{}, users: map[string]int{}, metrics: newMetrics()}
-	h.writers = newWriters(opts.Writers, h.metrics)
+	h.writers = newWriters(opts.Writers, opts.Pace, h.metrics)
 	if p, err := readwait.New((*conn).wake); err == nil {
 		h.idle = p
 	} else if !errors.Is(err, readwait.ErrUnsupported) {

@@ -36,6 +36,19 @@ func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 // per frame and less CPU per delivery (chat-issue12.sh saturation prints
 // both; docs/benchmarks.md).
 //
+// A connection that stays backlogged (its last busyTurns writes each
+// carried several events, but not a full frame: they reach it faster than
+// the runners go round) is paced: it is written again once pace has passed
+// since its last write began, waiting meanwhile in a second FIFO, later,
+// whether more was queued after the write or comes after. At saturation
+// the runners would otherwise go round as fast as they can, each pass
+// writing the few events that arrived during the last one: one system call
+// per socket per pass, which is most of a delivery's CPU (the write wakes
+// the peer too). Paced, a write carries the events of pace, and what the
+// writes no longer take goes to the sends. A socket that keeps up (one
+// event per write), whatever the rate, is never held back, and a paced
+// one whose writes carry single events again is no longer paced.
+//
 // A write that does not return within stuckWrite (a slow peer) marks its
 // runner stuck and the pool starts another, so max runners are always
 // free of stuck writes; a stuck runner exits once its write returns if
@@ -47,10 +60,14 @@ func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 // them); a replica that never wrote has none.
 type writers struct {
 	max     int
+	pace    int64 // nanoseconds; 0: never hold a connection back
 	metrics *metrics
 
 	mu      sync.Mutex
-	ready   connRing  // connections with something queued
+	ready   connRing // connections with something queued
+	later   connRing // backlogged connections waiting for their due time
+	waking  bool     // dueTimer is set to move later's head to ready
+	due     *time.Timer
 	all     []*runner // live runners
 	idle    []*runner // parked runners, waiting for work
 	stuck   int       // runners in all whose write began over stuckWrite ago
@@ -61,6 +78,11 @@ type writers struct {
 	running sync.WaitGroup
 }
 
+// busyTurns is how many busy writes in a row (several events each) make a
+// connection paced: a burst now and then is written as fast as ever, only
+// a rate that keeps the runners behind is paced.
+const busyTurns = 3
+
 // runner is one writer goroutine.
 type runner struct {
 	since atomic.Int64  // unix nanos the current write began, 0 between writes
@@ -68,19 +90,76 @@ type runner struct {
 	wake  chan struct{} // capacity 1: work for a parked runner
 }
 
-func newWriters(n int, m *metrics) *writers {
-	p := &writers{max: n, metrics: m, done: make(chan struct{})}
+func newWriters(n int, pace time.Duration, m *metrics) *writers {
+	p := &writers{max: n, pace: max(0, int64(pace)), metrics: m, done: make(chan struct{})}
 	p.timer = time.AfterFunc(time.Hour, p.look)
 	p.timer.Stop()
+	p.due = time.AfterFunc(time.Hour, p.wake)
+	p.due.Stop()
 	return p
 }
 
-// enqueue puts c at the tail of the FIFO. The caller turned c's awake flag
-// on, so c is not there already.
-func (p *writers) enqueue(c *conn) {
+// requeue (under p.mu) puts c, just written and with more queued, back at
+// the tail of ready, or of later when it is paced until due.
+func (p *writers) requeue(c *conn, due int64) {
+	if due == 0 {
+		p.ready.push(c)
+		return
+	}
+	c.due = due
+	p.later.push(c)
+}
+
+// promote (under p.mu) moves the connections of later whose time has come
+// to ready, in order. Their due times grow with the order they came in but
+// for the length of a write (two runners' writes end in either order), so
+// one a little early waits behind its head at most that long.
+func (p *writers) promote() {
+	if p.later.len() == 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	for p.later.len() > 0 && p.later.peek().due <= now {
+		p.ready.push(p.later.pop())
+	}
+}
+
+// armDue (under p.mu) sets the timer for later's head when no runner will
+// find it by itself: every runner is about to park.
+func (p *writers) armDue() {
+	if p.waking || p.closed || p.later.len() == 0 {
+		return
+	}
+	p.waking = true
+	p.due.Reset(time.Duration(p.later.peek().due - time.Now().UnixNano()))
+}
+
+// wake runs from the due timer: it moves what is due to ready and hands
+// it to a runner.
+func (p *writers) wake() {
 	p.mu.Lock()
-	p.ready.push(c)
+	p.waking = false
+	p.promote()
 	p.dispatch()
+	if p.ready.len() == 0 {
+		p.armDue() // the head was not due yet: the timer fired early
+	}
+	p.mu.Unlock()
+}
+
+// enqueue puts c at the tail of the FIFO, or, when due is still to come
+// (a paced connection), of later. The caller turned c's awake flag on, so
+// c is in neither already.
+func (p *writers) enqueue(c *conn, due int64) {
+	p.mu.Lock()
+	if due > time.Now().UnixNano() {
+		c.due = due
+		p.later.push(c)
+		p.armDue()
+	} else {
+		p.ready.push(c)
+		p.dispatch()
+	}
 	p.mu.Unlock()
 }
 
@@ -157,17 +236,19 @@ func (p *writers) look() {
 // a stuck write, or once closed and empty).
 func (p *writers) run(r *runner) {
 	defer p.running.Done()
-	var c *conn // the connection just written, when more is queued
+	var c *conn   // the connection just written, when more is queued
+	var due int64 // when c may be written next (0: at once)
 	for {
 		p.mu.Lock()
 		if c != nil {
-			p.ready.push(c)
+			p.requeue(c, due)
 			c = nil
 		}
 		if r.stuck {
 			r.stuck = false
 			p.stuck--
 		}
+		p.promote()
 		for p.ready.len() == 0 || len(p.all)-p.stuck > p.max {
 			if p.closed || len(p.all)-p.stuck > p.max {
 				p.exit(r)
@@ -175,6 +256,7 @@ func (p *writers) run(r *runner) {
 				p.mu.Unlock()
 				return
 			}
+			p.armDue()
 			p.idle = append(p.idle, r)
 			p.mu.Unlock()
 			select {
@@ -183,10 +265,12 @@ func (p *writers) run(r *runner) {
 			}
 			p.mu.Lock()
 			p.unpark(r) // woken by close: still listed as parked
+			p.promote()
 		}
 		c = p.ready.pop()
 		p.mu.Unlock()
-		if !c.writeTurn(r) {
+		var more bool
+		if more, due = c.writeTurn(r); !more {
 			c = nil
 		}
 	}
@@ -228,6 +312,7 @@ func (p *writers) close() {
 		p.closed = true
 		close(p.done)
 		p.timer.Stop()
+		p.due.Stop()
 	}
 	p.mu.Unlock()
 }
@@ -253,6 +338,8 @@ func (q *connRing) push(c *conn) {
 	q.buf[(q.head+q.n)%len(q.buf)] = c
 	q.n++
 }
+
+func (q *connRing) peek() *conn { return q.buf[q.head] }
 
 func (q *connRing) pop() *conn {
 	c := q.buf[q.head]
