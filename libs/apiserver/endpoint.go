@@ -157,6 +157,12 @@ func Register[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Out])
 		if r.path != ep.route {
 			s.routeLabels[r.path] = ep.route
 		}
+		if m := ep.op.ErrorMap; m != nil {
+			s.errorMaps.add(ep.op.Method, r.path, m)
+			if ep.op.Method == http.MethodGet {
+				s.errorMaps.add(http.MethodHead, r.path, m)
+			}
+		}
 	}
 	if !op.Hidden {
 		s.docs.add(ep.doc())

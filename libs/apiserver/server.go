@@ -47,6 +47,9 @@ type Server[A any] struct {
 	// parameter (Operation.PathValues) to their template, the route label of metrics
 	// and logs. Written only while registering, before serving.
 	routeLabels map[string]string
+	// errorMaps: the ErrorMap of each route whose operation has one, for a panic's 500
+	// and a 405 on such a route's path.
+	errorMaps routeErrorMaps
 
 	registry *prometheus.Registry
 	metrics  *httpMetrics
@@ -153,7 +156,10 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 			s.abortWithError(c, NewError(http.StatusNotFound, fmt.Sprintf("Route %s %s not found", c.Request.Method, c.Request.URL.Path)))
 		})
 		s.engine.NoMethod(func(c *gin.Context) {
-			s.abortWithError(c, NewError(http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path)))
+			// The route the path matched under another method gives the body: a POST to a
+			// lookup of an API with an ErrorMap answers in that API's shape.
+			s.answerError(c, NewError(http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path)),
+				s.errorMaps.ofOtherMethods(s.engine, c.Request.Method, c.Request.URL.Path))
 		})
 		s.routes = s.engine
 	}
