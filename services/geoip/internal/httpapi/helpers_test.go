@@ -27,6 +27,7 @@ type fixtureDB struct {
 	version string
 	ranges  []fixtureRange
 	fail    error
+	panics  bool // Lookup panics, as a bug would
 	lookups atomic.Int64
 }
 
@@ -56,6 +57,9 @@ func (f *fixtureDB) Lookup(addr netip.Addr) (lookup.Record, error) {
 	f.lookups.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics {
+		panic("fixture: lookup bug")
+	}
 	if f.fail != nil {
 		return lookup.Record{}, f.fail
 	}
