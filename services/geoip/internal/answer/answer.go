@@ -126,12 +126,12 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 		if err != nil {
 			return nil, "", "", err
 		}
-		ent := encode(&loc, version, nil, nil)
+		ent := encode(&loc, version, nil)
 		return ent.json, ent.etag, version, nil
 	}
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
-		ent := encode(&loc, version, nil, nil)
+		ent := encode(&loc, version, nil)
 		return ent.json, ent.etag, version, nil
 	}
 	now := e.now()
@@ -154,7 +154,7 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 	}
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
-	ent := encode(&loc, version, buf, nil)
+	ent := encode(&loc, version, buf)
 	if admit {
 		shared := new(entry)
 		*shared = ent
@@ -191,7 +191,7 @@ func (e *Engine) Record(addr netip.Addr) (Location, string, error) {
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	if admit {
 		shared := new(entry)
-		*shared = encode(&loc, version, buf, nil)
+		*shared = encode(&loc, version, buf)
 		e.cache.put(addr, shared, now)
 	}
 	loc.own()
