@@ -73,8 +73,8 @@ func (noLease) Release() {}
 // Options tune the engine; the zero value is usable.
 type Options struct {
 	// CacheSize bounds the cache of encoded answers (default 65536 addresses; negative
-	// disables it), and twice as many the cache of encoded locations (see fragmentCache),
-	// when the source has location keys.
+	// disables it), and as many the cache of encoded locations (see fragmentCache), when
+	// the source has location keys.
 	CacheSize int
 	// CacheTTL bounds how long a cached answer is reused (default 1m): utc_offset changes
 	// at daylight-saving transitions without the database changing.
@@ -110,7 +110,7 @@ func New(src Source, opts Options) *Engine {
 	}
 	e := &Engine{src: src, cache: newAnswerCache(opts.CacheSize, opts.CacheTTL), now: opts.Now}
 	if k := src.Keys(); k != nil && opts.CacheSize > 0 {
-		e.keys, e.frags = k, newFragmentCache(2*opts.CacheSize, opts.CacheTTL)
+		e.keys, e.frags = k, newFragmentCache(opts.CacheSize, opts.CacheTTL)
 	}
 	return e
 }

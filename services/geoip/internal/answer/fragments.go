@@ -94,13 +94,16 @@ var answerLayout, layoutText = func() (parts []layoutPart, text int) {
 // one expiring first replaced): bounded, lock-free, no map. Under random addresses the
 // rows of far fewer locations than addresses are asked for: on the full DB-IP data, 2
 // million random IPv4 addresses fall in 139,000 locations, and over those 2 million from
-// empty 65,536 slots answer 87.5 % of them, 131,072 (the default) 90.7 % (83 % of the
+// empty 65,536 slots (the default) answer 87.5 % of them, 131,072 90.7 % (83 % of the
 // first 250,000, 93 % after 2 million), 262,144 92.2 %, where a table of one slot per
 // hash answered 85.8, 88.9 and 90.9 %. A hit costs neither the record's strings (cold
 // memory, scattered over the database), nor its time zone, region code and country facts,
 // nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU and a hit
 // 2 us (pprof under bench/scripts/geoip-http.sh), so the hit rate is worth the memory
-// (fragmentSize bytes a slot, 24 MiB at the default).
+// (fragmentSize bytes a slot, 12 MiB at the default). The default is as many slots as
+// answers: twice as many would make the MMDB's answers cheaper still (in
+// BenchmarkAnswerFullData its CPU per answer is about the BIN's at the default, 0.76x in one
+// run with twice the slots) but cost 12 MiB more, which the MMDB's memory target lacks.
 //
 // A table belongs to one database version: a fragment's key means nothing in another
 // file. The first request that sees a new version replaces the table (table), so a
@@ -109,7 +112,7 @@ type fragmentCache struct {
 	tab  atomic.Pointer[fragmentTable]
 	size int
 	ttl  int64
-	// mu makes tables one at a time: each is 24 MiB at the default, and every request that finds a new
+	// mu makes tables one at a time: each is 12 MiB at the default, and every request that finds a new
 	// version at once would otherwise make its own.
 	mu     sync.Mutex
 	tables int // made so far, under mu (tests)
@@ -161,7 +164,7 @@ func (c *fragmentCache) table(version string) *fragmentTable {
 var allocTable = offheap.Alloc
 
 // newFragmentTable makes the table of version with size slots, outside the Go heap and on
-// huge pages where the kernel gives them: a hit reads one slot at random in 24 MiB, and on
+// huge pages where the kernel gives them: a hit reads one slot at random in 12 MiB, and on
 // the heap's 4 KiB pages nearly every one missed the TLB and walked the page tables. The
 // memory is unmapped once the table is unreachable, so every reader keeps the table alive
 // until its last read of the words (runtime.KeepAlive in get and put). Where mapping

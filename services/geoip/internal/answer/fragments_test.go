@@ -155,8 +155,8 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	if e.keys == nil {
 		t.Fatal("the engine does not use the source's location keys")
 	}
-	if got, want := e.frags.size, 2*slotCount(1<<16); got != want {
-		t.Errorf("the default table holds %d fragments, want %d (twice the answers)", got, want)
+	if got, want := e.frags.size, slotCount(1<<16); got != want {
+		t.Errorf("the default table holds %d fragments, want %d (as many as answers)", got, want)
 	}
 	ask := func(ip, wantOffset string, wantBorrows int64) {
 		t.Helper()
@@ -428,7 +428,7 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 }
 
 // Requests that all find a new database version at once make one table between them: a
-// table is 24 MiB at the default size.
+// table is 12 MiB at the default size.
 func TestFragmentTablesAreMadeOnce(t *testing.T) {
 	c := newFragmentCache(1<<12, time.Minute)
 	now := time.Now().UnixNano()
