@@ -1,11 +1,11 @@
 package apiserver_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 func TestConfigFromEnvironment(t *testing.T) {
@@ -46,7 +46,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			cfg := r.cfg
 			cfg.Getenv = func(k string) string { return r.env[k] }
-			cfg.Logger = slog.New(slog.DiscardHandler)
+			cfg.Logger = testkit.Logger()
 			_, err := apiserver.New(cfg)
 			if len(r.wantErr) == 0 {
 				if err != nil {
@@ -102,7 +102,7 @@ func TestRegisterRejectsBadDeclarations(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type taggedHeaders struct {
@@ -129,7 +129,7 @@ func keys[V any](m map[string]V) []string {
 // public declares no scheme (Swagger UI would show an Authorize button that
 // does nothing).
 func TestSecuritySchemeOnlyWhenUsed(t *testing.T) {
-	s, err := apiserver.New(apiserver.Config[user]{APIToken: token, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := apiserver.New(apiserver.Config[user]{APIToken: token, Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

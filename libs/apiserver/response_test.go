@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // quietServer is a server with the default configuration, an empty environment and no
@@ -18,7 +18,7 @@ func quietServer(t *testing.T) *apiserver.Server[struct{}] {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: testkit.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)

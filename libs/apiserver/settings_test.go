@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // TestLoadSettings holds the one set of rules every service's PORT, HOST,
@@ -88,7 +89,7 @@ func TestLoadSettings(t *testing.T) {
 // The library follows the same rules when it reads the variables itself,
 // and refuses settings given twice.
 func TestNewUsesTheSameRules(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
+	quiet := testkit.Logger()
 	for _, level := range []string{"warning", "WARN"} {
 		if _, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(k string) string { return map[string]string{"LOG_LEVEL": level}[k] }, Logger: quiet}); err != nil {
 			t.Errorf("LOG_LEVEL=%s: %v", level, err)

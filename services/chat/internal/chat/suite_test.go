@@ -614,7 +614,7 @@ func (c countFails) ReadForSend(ctx context.Context, r chat.SendReads) chat.Send
 // goes through (and is stored): the limit must not become an outage.
 func TestSendLimitFailsOpen(t *testing.T) {
 	store := countFails{memory.New(100)}
-	svc := chat.NewService(store, chat.Options{SendLimit: chat.SendLimit{Max: 1, Window: time.Hour}, Logger: slog.New(slog.DiscardHandler)})
+	svc := chat.NewService(store, chat.Options{SendLimit: chat.SendLimit{Max: 1, Window: time.Hour}, Logger: testkit.Logger()})
 	admin := must[chat.User](t)(svc.Bootstrap(context.Background(), "admin-token-0123456789"))
 	v, _, err := svc.CreateUser(context.Background(), admin, chat.CreateUserInput{Name: "viewer"})
 	if err != nil {

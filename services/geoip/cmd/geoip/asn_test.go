@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
@@ -51,7 +51,7 @@ func writeASN(t *testing.T, path, org string) {
 // GEOIP_ASN_DB fills asn and org, in every format, and a new file is answered after a
 // reload; without it the fields are empty and /docs says why.
 func TestASNDatabase(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+	log := testkit.Logger()
 	reg := apiserver.NewRegistry() // one registry, as serve makes: both databases' metrics on /metrics
 	db, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: log})
 	if err != nil {

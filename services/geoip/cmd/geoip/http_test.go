@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
@@ -24,7 +24,7 @@ func TestHTTPServerWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
+	log := testkit.Logger()
 	reg := apiserver.NewRegistry()
 	db, _, err := openDatabase(cfg, log, reg, tz.New())
 	if err != nil {

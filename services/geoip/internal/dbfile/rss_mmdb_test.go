@@ -2,8 +2,6 @@ package dbfile_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
@@ -100,7 +99,7 @@ func reportEngineRSS(t *testing.T, path string, size int) {
 	debug.SetGCPercent(config.DefaultGCPercent)
 	debug.SetMemoryLimit(config.DefaultMemoryLimit(size))
 	zones := tz.New()
-	m, err := dbfile.New(dbfile.Config{Path: path, TimeZones: zones, PollInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m, err := dbfile.New(dbfile.Config{Path: path, TimeZones: zones, PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
