@@ -102,7 +102,7 @@ func TestGapInNoticesIsFilledFromTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := store.ReadEvents(ctx, "c", chat.Cursor{}, 100, 0)
+	all, err := store.ReadEvents(ctx, "c", chat.Cursor{}, 100)
 	if err != nil || len(all) != 6 {
 		t.Fatalf("log: %d events, %v", len(all), err)
 	}
