@@ -75,6 +75,25 @@ func scope(channel string) (string, error) {
 	return NormalizeChannel(channel)
 }
 
+// actorIn is actor where a request acts: in the channel it names
+// (normalised), or platform-wide when it names none, once actor may take
+// action a there. Every request that manages or moderates something owned
+// by a channel or the platform starts here.
+func (s *Service) actorIn(ctx context.Context, actor User, channel string, a Action) (Member, error) {
+	where, err := scope(channel)
+	if err != nil {
+		return Member{}, err
+	}
+	am, err := s.Member(ctx, actor, where)
+	if err != nil {
+		return Member{}, err
+	}
+	if err := s.requireIn(am, a); err != nil {
+		return Member{}, err
+	}
+	return am, nil
+}
+
 // claimOwner counts a channel against CHAT_MAX_CHANNELS before something
 // it owns (a role, a command, a filter) is stored: what a channel owns is
 // bounded per channel, so the number of channels must be bounded too.
