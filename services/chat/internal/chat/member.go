@@ -84,14 +84,7 @@ func (s *Service) actorIn(ctx context.Context, actor User, channel string, a Act
 	if err != nil {
 		return Member{}, err
 	}
-	am, err := s.Member(ctx, actor, where)
-	if err != nil {
-		return Member{}, err
-	}
-	if err := s.requireIn(am, a); err != nil {
-		return Member{}, err
-	}
-	return am, nil
+	return s.allowedHere(ctx, actor, where, a)
 }
 
 // claimOwner counts a channel against CHAT_MAX_CHANNELS before something
@@ -124,11 +117,21 @@ func (s *Service) requireIn(m Member, a Action) error {
 // requireHere is requireIn for actor in channel (normalised): its role
 // there is read first.
 func (s *Service) requireHere(ctx context.Context, actor User, channel string, a Action) error {
+	_, err := s.allowedHere(ctx, actor, channel, a)
+	return err
+}
+
+// allowedHere is actor as seen in channel (normalised; "" platform-wide),
+// once actor may take action a there.
+func (s *Service) allowedHere(ctx context.Context, actor User, channel string, a Action) (Member, error) {
 	m, err := s.Member(ctx, actor, channel)
 	if err != nil {
-		return err
+		return Member{}, err
 	}
-	return s.requireIn(m, a)
+	if err := s.requireIn(m, a); err != nil {
+		return Member{}, err
+	}
+	return m, nil
 }
 
 // requireOnIn is requireOn inside a channel: both roles are the ones held
@@ -159,11 +162,7 @@ func (s *Service) ChannelRoles(ctx context.Context, actor User, channel string) 
 	if err != nil {
 		return nil, err
 	}
-	am, err := s.Member(ctx, actor, channel)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.requireIn(am, ActionListUsers); err != nil {
+	if err := s.requireHere(ctx, actor, channel, ActionListUsers); err != nil {
 		return nil, err
 	}
 	roles, err := s.store.ChannelRoles(ctx, channel)

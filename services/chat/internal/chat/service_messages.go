@@ -386,11 +386,8 @@ func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string,
 	if err != nil {
 		return Message{}, err
 	}
-	am, err := s.Member(ctx, actor, channel)
+	am, err := s.allowedHere(ctx, actor, channel, ActionDeleteMessages)
 	if err != nil {
-		return Message{}, err
-	}
-	if err := s.requireIn(am, ActionDeleteMessages); err != nil {
 		return Message{}, err
 	}
 	m, err := s.store.Message(ctx, channel, id)
