@@ -254,7 +254,7 @@ func TestSettingsBuiltByHand(t *testing.T) {
 	}
 	want.Port = 0 // a zero Port is a free port, not the default
 	var line bytes.Buffer
-	slog.New(slog.NewJSONHandler(&line, nil)).Info("x", "settings", want)
+	slog.New(slog.NewJSONHandler(&line, nil)).Info("server listening", "settings", want)
 	if got, w := startSettings(t, logs.String()), startSettings(t, line.String()); !reflect.DeepEqual(got, w) {
 		t.Errorf("zero Settings resolve to\n%v\nwant the defaults\n%v", got, w)
 	}
@@ -324,7 +324,7 @@ func startLine(t *testing.T, logs string) map[string]any {
 	t.Helper()
 	for line := range strings.Lines(logs) {
 		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err == nil && (m["msg"] == "server listening" || m["msg"] == "x") {
+		if err := json.Unmarshal([]byte(line), &m); err == nil && m["msg"] == "server listening" {
 			return m
 		}
 	}
