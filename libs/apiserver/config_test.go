@@ -39,6 +39,11 @@ func TestConfigFromEnvironment(t *testing.T) {
 		{name: "config beats environment", env: map[string]string{"PORT": "abc", "RATE_LIMIT_WINDOW": "soon"},
 			cfg: apiserver.Config[struct{}]{Port: 8080, RateLimitWindow: "1m"}},
 		{name: "bad config value is named", cfg: apiserver.Config[struct{}]{RateLimitWindow: "1x"}, wantErr: []string{"RateLimitWindow"}},
+		{name: "bad config values are named by field, all at once", env: map[string]string{"RATE_LIMIT_MAX": "5"},
+			cfg:     apiserver.Config[struct{}]{RateLimitMax: -2, RateLimitIPv6Prefix: 200, TrustedProxies: []string{"x"}, CORSOrigin: "a.example"},
+			wantErr: []string{`RateLimitMax="-2"`, `RateLimitIPv6Prefix="200"`, `TrustedProxies="x"`, `CORSOrigin="a.example"`}},
+		{name: "an empty list field clears the variable", env: map[string]string{"TRUSTED_PROXIES": "not-an-ip", "RATE_LIMIT_ALLOW": "not-an-ip"},
+			cfg: apiserver.Config[struct{}]{TrustedProxies: []string{}, RateLimitAllow: []string{}}},
 		{name: "redis url scheme", env: map[string]string{"REDIS_URL": "http://x"}, wantErr: []string{"REDIS_URL"}},
 		{name: "shutdown timeout", env: map[string]string{"SHUTDOWN_TIMEOUT": "later"}, wantErr: []string{"SHUTDOWN_TIMEOUT"}},
 	}

@@ -281,7 +281,7 @@ func (s *Store) AppendSent(ctx context.Context, m chat.Message, once chat.Once, 
 	if err != nil {
 		return chat.Message{}, err
 	}
-	keys := append([]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}, s.raidKeys(ch)...)
+	keys := s.appendKeys(ch, w)
 	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap())...)
 	if once.Set() {
 		keys = append(keys, s.onceKey(ch, once.Key))

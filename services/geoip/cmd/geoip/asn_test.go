@@ -76,7 +76,7 @@ func TestASNDatabase(t *testing.T) {
 		b, _ := io.ReadAll(w.Body)
 		return string(b)
 	}
-	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Registry: reg, Getenv: httpEnv(nil)})
+	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestASNDatabase(t *testing.T) {
 		t.Errorf("a missing ASN file: %v", err)
 	}
 
-	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log, Getenv: httpEnv(nil)})
+	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestHTTPServerWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, answers, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg, Getenv: env})
+	srv, answers, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
