@@ -238,7 +238,7 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			return nil, err
 		}
 	}
-	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Keys: keys, Tracing: app.Tracing}); err != nil {
+	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Keys: keys, Tracing: app.Tracing}); err != nil {
 		return nil, err
 	}
 	if cfg.OverridesPath != "" {

@@ -3,7 +3,6 @@ package answer
 import (
 	"bytes"
 	"encoding/binary"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
@@ -85,7 +85,7 @@ func TestLocationFragmentsAnswerAsTheRecordOnFullData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the full DB-IP database")
 	}
-	m, err := dbfile.New(dbfile.Config{Path: testdb.ConvertedBIN(t), TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	m, err := dbfile.New(dbfile.Config{Path: testdb.ConvertedBIN(t), TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestLocationFragmentsAnswerAsTheRecordOnFullMMDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the full DB-IP database")
 	}
-	m, err := dbfile.New(dbfile.Config{Path: testdb.MMDB(t, testdb.IPv4), TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	m, err := dbfile.New(dbfile.Config{Path: testdb.MMDB(t, testdb.IPv4), TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,15 @@ import (
 // library's default is 3000, chat's too).
 const DefaultPort = 3001
 
-// Config is everything `geoip serve` reads from the environment. The
-// library's other variables (RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES,
-// ...) are read by apiserver.New, which logs them when it listens.
+// Config is everything `geoip serve` reads from the environment, read
+// once: the server gets Settings as they are and reads no environment
+// itself. The OTEL_* variables are tracing.Setup's, which cmd/geoip calls
+// once.
 type Config struct {
-	// Settings are PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL and REDIS_URL
-	// (rate-limit counters shared by replicas; empty: in memory).
+	// Settings are the library's variables (apiserver.Settings): PORT,
+	// HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL (rate-limit counters
+	// shared by replicas; empty: in memory), API_TOKEN, RATE_LIMIT_*,
+	// METRICS_ENABLED, CORS_ORIGIN, TRUSTED_PROXIES and SHUTDOWN_TIMEOUT.
 	Settings       apiserver.Settings
 	DBPath         string        // GEOIP_DB
 	ASNPath        string        // GEOIP_ASN_DB: optional GeoLite2-ASN / DB-IP ASN Lite MMDB
@@ -105,8 +108,8 @@ func DefaultMemoryLimit(cacheSize int) int64 {
 	return max(64<<20, answers*3<<10)
 }
 
-// LoadSettings reads only the common settings with geoip's defaults: what
-// `geoip healthcheck` needs to find the server.
+// LoadSettings reads only the library's settings with geoip's defaults:
+// Load's first step, and what `geoip healthcheck` needs to find the server.
 func LoadSettings(getenv func(string) string) (apiserver.Settings, error) {
 	return apiserver.LoadSettings(getenv, apiserver.Defaults{Port: DefaultPort})
 }

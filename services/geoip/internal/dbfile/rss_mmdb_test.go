@@ -2,8 +2,6 @@ package dbfile_test
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
@@ -90,7 +89,7 @@ func reportEngineRSS(t *testing.T, path string) {
 	debug.SetGCPercent(cfg.GC.Percent)
 	debug.SetMemoryLimit(cfg.GC.MemoryLimit)
 	zones := tz.New()
-	m, err := dbfile.New(dbfile.Config{Path: path, TimeZones: zones, PollInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	m, err := dbfile.New(dbfile.Config{Path: path, TimeZones: zones, PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
