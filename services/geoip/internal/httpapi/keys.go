@@ -194,7 +194,10 @@ func (a *API) registerUsage() {
 		Description: "Counts of the lookups made with the key today (UTC) and its limit. The key goes in ?key= or Authorization: Bearer. " +
 			"Limited to 60 requests a minute per client address, counted apart from the lookups, so that keys cannot be guessed here.",
 		RateLimit: usageLimit,
-		Responses: map[int]string{http.StatusUnauthorized: msgMissingKey, http.StatusForbidden: msgUnknownKey},
+		Responses: map[int]apiserver.ResponseDoc{
+			http.StatusUnauthorized: {Description: msgMissingKey},
+			http.StatusForbidden:    {Description: msgUnknownKey},
+		},
 	}, func(c *apiserver.Context[struct{}], _ *usageInput) (apiserver.Response[batchHeaders, UsageAnswer], error) {
 		var out apiserver.Response[batchHeaders, UsageAnswer]
 		k, err := a.keyOf(c.Request)
