@@ -23,7 +23,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 k=${K:-100000}
 read -r -a channel_counts <<<"${CHANNELS:-1 10000}"
 sources=${SOURCES:-8}
@@ -40,23 +39,9 @@ ulimit -n "$hard"
 ports_free "$redis_port" "$chat_port"
 scratch
 
-tags=()
-if [[ -n ${CHAT_PPROF:-} ]]; then
-	tags=(-tags pprof)
-fi
-(cd "$root/services/chat" && go build "${tags[@]}" -o "$work/chat" ./cmd/chat)
-(cd "$root/bench" && go build -o "$work/" ./cmd/wsidle)
-
-mkdir "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-	--dir "$work/redis" --logfile "$work/redis.log" &
-pids+=($!)
-for _ in $(seq 1 100); do
-	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.1
-done
+build_chat
+go_build bench ./cmd/wsidle
+start_redis redis "$redis_port" --appendonly no
 
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, $(go version | cut -d' ' -f3), open-file limit $(ulimit -n), load before:$(uptime | sed 's/.*load average://')"
 for chans in "${channel_counts[@]}"; do
@@ -68,7 +53,7 @@ for chans in "${channel_counts[@]}"; do
 	GOMEMLIMIT=${CHAT_GOMEMLIMIT:-off} CHAT_PPROF_ADDR=$pprof PORT=$chat_port REDIS_URL=redis://127.0.0.1:$redis_port/0 \
 		CHAT_ADMIN_TOKEN=capacity-admin-token-0123456789 RATE_LIMIT_ALLOW=127.0.0.0/8 \
 		CHAT_WS_MAX_SOCKETS=0 CHAT_WS_MAX_SOCKETS_PER_IP=0 CHAT_WS_MAX_CHANNELS_PER_IP=0 CHAT_WS_MAX_SOCKETS_PER_NET=0 \
-		LOG_LEVEL=warn "$work/chat" &
+		LOG_LEVEL=warn "$chat_bin" &
 	pids+=($!)
 	chat_pid=$!
 	wait_ready "http://127.0.0.1:$chat_port/readyz"

@@ -31,7 +31,6 @@ channels | latency | saturation | idle) ;;
 	exit 2
 	;;
 esac
-root=$(cd "$(dirname "$0")/../.." && pwd)
 redis_port=${REDIS_PORT:-16379}
 read -r -a chat_ports <<<"${CHAT_PORTS:-18081 18082}"
 floor_port=${FLOOR_PORT:-18091}
@@ -45,32 +44,17 @@ fi
 ports_free "${redis_ports[@]}" "$floor_port" "${chat_ports[@]}"
 scratch
 
-chat_tags=()
-if [[ -n ${CHAT_PPROF:-} ]]; then
-	chat_tags=(-tags pprof)
-fi
-(cd "$root/services/chat" && go build "${chat_tags[@]}" -o "$work/chat" ./cmd/chat)
-(cd "$root/bench" && go build -o "$work/" ./cmd/fanout ./cmd/wsfloor ./cmd/wsidle)
+build_chat
+go_build bench ./cmd/fanout ./cmd/wsfloor ./cmd/wsidle
 
 redis_pids=()
 for port in "${redis_ports[@]}"; do
-	mkdir "$work/redis-$port"
 	extra=()
 	if [[ -n $cluster ]]; then
 		extra=(--cluster-enabled yes --cluster-config-file "$work/redis-$port/nodes.conf")
 	fi
-	redis-server --port "$port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
-		--save '' --dir "$work/redis-$port" --logfile "$work/redis-$port.log" "${extra[@]}" &
-	pids+=($!)
-	redis_pids+=($!)
-done
-for port in "${redis_ports[@]}"; do
-	for _ in $(seq 1 100); do
-		if redis-cli -p "$port" ping >/dev/null 2>&1; then
-			break
-		fi
-		sleep 0.1
-	done
+	start_redis "redis-$port" "$port" --appendonly yes --appendfsync always "${extra[@]}"
+	redis_pids+=("$redis_pid")
 done
 redis_url=redis://127.0.0.1:$redis_port/0
 if [[ -n $cluster ]]; then
@@ -100,7 +84,7 @@ start_replica() {
 	CHAT_PPROF_ADDR=$pprof PORT=$1 REDIS_URL=$redis_url CHAT_ADMIN_TOKEN=$admin_token RATE_LIMIT_ALLOW=127.0.0.0/8 \
 		CHAT_SEND_LIMIT=off CHAT_WS_MAX_SOCKETS=0 CHAT_WS_MAX_SOCKETS_PER_IP=0 CHAT_WS_MAX_CHANNELS_PER_IP=0 \
 		CHAT_WS_MAX_SOCKETS_PER_NET=0 CHAT_WS_MAX_SOCKETS_PER_USER=0 \
-		LOG_LEVEL=warn "$work/chat" &
+		LOG_LEVEL=warn "$chat_bin" &
 	pids+=($!)
 	chat_pids+=($!)
 }

@@ -24,7 +24,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
 rate=${RATE:-100}
@@ -74,36 +73,16 @@ elif [[ -z $cent_version || $cent_version == "(devel)" ]]; then
 	cent_version="$("$work/centrifugo" version 2>/dev/null | head -1) from ${CENTRIFUGO_SRC:-$CENTRIFUGO_BIN}"
 fi
 
-chat_bin=${CHAT_BIN:-}
-if [[ -z $chat_bin ]]; then
-	chat_bin=$work/chat
-	(cd "$root/services/chat" && go build -o "$chat_bin" ./cmd/chat)
-fi
-(cd "$root/bench" && go build -o "$work/" ./cmd/fanout)
+build_chat
+go_build bench ./cmd/fanout
 
-# redis NAME PORT: a redis-server of its own for one side, both with the same settings (AOF
-# with appendfsync always, as in docker-compose.yml); sets redis_pid.
-redis() {
-	mkdir "$work/$1"
-	redis-server --port "$2" --bind 127.0.0.1 --appendonly yes --appendfsync always \
-		--save '' --dir "$work/$1" --logfile "$work/$1.log" &
-	redis_pid=$!
-	pids+=("$redis_pid")
-	for _ in $(seq 1 100); do
-		if redis-cli -p "$2" ping >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "chat-peers.sh: redis-server on $2 did not start" >&2
-	exit 1
-}
-
+# A redis-server of its own for each side, both with the same settings (AOF with
+# appendfsync always, as in docker-compose.yml).
 chat_redis=$(free_port)
-redis chat-redis "$chat_redis"
+start_redis chat-redis "$chat_redis" --appendonly yes --appendfsync always
 chat_redis_pid=$redis_pid
 cent_redis=$(free_port)
-redis cent-redis "$cent_redis"
+start_redis cent-redis "$cent_redis" --appendonly yes --appendfsync always
 cent_redis_pid=$redis_pid
 
 # Two chat replicas as chat-raid.sh runs them: access logs off, loopback exempt from the
@@ -141,7 +120,7 @@ JSON
 	"$work/centrifugo" --config "$work/centrifugo-$n.json" >"$work/centrifugo-$n.log" 2>&1 &
 	pids+=("$!")
 	cent_pids+=("$!")
-	wait_ready "http://127.0.0.1:$port/health"
+	wait_ready "http://127.0.0.1:$port/health" "$work/centrifugo-$n.log"
 	cent_urls+=("http://127.0.0.1:$port")
 done
 

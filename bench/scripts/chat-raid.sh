@@ -20,7 +20,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 redis_port=${REDIS_PORT:-$(free_port)}
 read -r -a chat_ports <<<"${CHAT_PORTS:-$(free_port) $(free_port)}"
 # Free ports are picked before anything listens: the picks may meet.
@@ -34,36 +33,12 @@ if [[ ${#args[@]} -eq 0 ]]; then
 	args=(-raiders 500 -within 30s -readers 1000 -cost-sends 5000 -cost-rounds 4)
 fi
 
-if ! command -v redis-server >/dev/null; then
-	echo "chat-raid.sh: redis-server not found (apt-get install -y redis-server)" >&2
-	exit 1
-fi
 ports_free "$redis_port" "${chat_ports[@]}"
 scratch
 
-chat_bin=${CHAT_BIN:-}
-if [[ -z $chat_bin ]]; then
-	chat_bin=$work/chat
-	(cd "$root/services/chat" && go build -o "$chat_bin" ./cmd/chat)
-fi
-(cd "$root/bench" && go build -o "$work/" ./cmd/raid)
-
-mkdir "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
-	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
-redis_pid=$!
-pids+=("$redis_pid")
-for _ in $(seq 1 300); do
-	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.1
-done
-if ! redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
-	echo "chat-raid.sh: redis-server on port $redis_port did not start:" >&2
-	tail -5 "$work/redis.log" >&2 || true
-	exit 1
-fi
+build_chat
+go_build bench ./cmd/raid
+start_redis redis "$redis_port" --appendonly yes --appendfsync always
 
 # Loopback is exempt from the per-client limit and the socket limits (every reader
 # comes from 127.0.0.1); the per-user send limit stays off so that the cost runs

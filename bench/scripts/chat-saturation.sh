@@ -26,7 +26,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 redis_port=${REDIS_PORT:-16379}
 read -r -a chat_ports <<<"${CHAT_PORTS:-18081 18082}"
 read -r -a base_ports <<<"${BASE_PORTS:-18083 18084}"
@@ -37,11 +36,6 @@ if [[ ${#args[@]} -eq 0 ]]; then
 	args=(-subs 1000 -saturate -inflight 16 -d 10s -rounds 4 -alternate)
 fi
 
-if ! command -v redis-server >/dev/null; then
-	echo "chat-saturation.sh: redis-server not found (apt-get install -y redis-server)" >&2
-	exit 1
-fi
-
 # Something already listening would answer in place of the servers started here.
 ports=("$redis_port" "$floor_port" "${chat_ports[@]}")
 if [[ -n ${CHAT_BASELINE_BIN:-} ]]; then
@@ -50,17 +44,9 @@ fi
 ports_free "${ports[@]}"
 scratch
 
-chat_bin=${CHAT_BIN:-}
-if [[ -z $chat_bin ]]; then
-	chat_bin=$work/chat
-	(cd "$root/services/chat" && go build -o "$chat_bin" ./cmd/chat)
-fi
-(cd "$root/bench" && go build -o "$work/" ./cmd/fanout ./cmd/wsfloor)
-
-mkdir "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
-	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
-pids+=($!)
+build_chat
+go_build bench ./cmd/fanout ./cmd/wsfloor
+start_redis redis "$redis_port" --appendonly yes --appendfsync always
 
 # start_replica BINARY PORT DB: one chat replica on the bench Redis, access logs off,
 # loopback exempt from the per-client limit, no per-user send limit, and no per-address
@@ -77,13 +63,6 @@ start_replica() {
 	pids+=($!)
 }
 
-
-for _ in $(seq 1 100); do
-	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.1
-done
 
 targets=(-target "floor=http://127.0.0.1:$floor_port")
 "$work/wsfloor" -addr "127.0.0.1:$floor_port" >/dev/null &

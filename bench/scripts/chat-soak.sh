@@ -22,30 +22,18 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 redis_port=${REDIS_PORT:-$(free_port)}
 chat_port=${CHAT_PORT:-$(free_port)}
 admin_token=soak-admin-token-0123456789
 ports_free "$redis_port" "$chat_port"
 scratch
 
-(cd "$root/services/chat" && go build -o "$work/chat" ./cmd/chat)
-(cd "$root/bench" && go build -o "$work/" ./cmd/soak)
-
-mkdir "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --appendonly yes --appendfsync always \
-	--save '' --dir "$work/redis" --logfile "$work/redis.log" &
-pids+=($!)
-redis_pid=$!
-for _ in $(seq 1 100); do
-	if redis-cli -p "$redis_port" ping >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.1
-done
+build_chat
+go_build bench ./cmd/soak
+start_redis redis "$redis_port" --appendonly yes --appendfsync always
 
 PORT=$chat_port REDIS_URL=redis://127.0.0.1:$redis_port/0 CHAT_ADMIN_TOKEN=$admin_token \
-	RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off LOG_LEVEL=warn "$work/chat" &
+	RATE_LIMIT_ALLOW=127.0.0.0/8 CHAT_SEND_LIMIT=off LOG_LEVEL=warn "$chat_bin" &
 pids+=($!)
 chat_pid=$!
 wait_ready "http://127.0.0.1:$chat_port/readyz"

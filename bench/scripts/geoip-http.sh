@@ -30,7 +30,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 db=${1:-${GEOIP_BENCH_DB:-$root/services/geoip/testdata/.cache/dbip-city-full.BIN}}
 rounds=${ROUNDS:-6}
@@ -54,8 +53,8 @@ command -v wrk >/dev/null || {
 ports_free "$geoip_port" "$floor_port" "$floorh_port"
 scratch
 
-(cd "$root/bench" && go build -o "$work/" ./cmd/geoipfloor)
-(cd "$root/services/geoip" && go build -o "$work/geoip" ./cmd/geoip)
+go_build bench ./cmd/geoipfloor
+go_build services/geoip ./cmd/geoip
 
 "$work/geoipfloor" -addr "127.0.0.1:$floor_port" >/dev/null &
 floor_pid=$!

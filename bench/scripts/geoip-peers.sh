@@ -23,7 +23,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$root/services/geoip/testdata/.cache
 bin_db=${BIN_DB:-$cache/dbip-city-full.BIN}
@@ -68,8 +67,8 @@ else
 		exit 1
 	}
 fi
-(cd "$root/bench" && go build -o "$work/" ./cmd/mmdbnested)
-(cd "$root/services/geoip" && go build -o "$work/geoip" ./cmd/geoip)
+go_build bench ./cmd/mmdbnested
+go_build services/geoip ./cmd/geoip
 "$work/mmdbnested" -o "$work/dbip-city-nested.mmdb" "$mmdb_db" >/dev/null
 
 # serve NAME DB PORT: geoip as bench/scripts/geoip-http.sh runs it (production, access logs

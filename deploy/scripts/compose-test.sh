@@ -17,6 +17,10 @@
 #   4. failover  a chat replica is killed under six clients: its clients reconnect through
 #                the proxy with since= and recover what they missed, the others see nothing
 #   5. persist   Redis restarted: no acknowledged message is lost
+#   6. trace     tracing on (OTEL_EXPORTER_OTLP_ENDPOINT at the checker's own OTLP sink on
+#                the host, reached through the edge network's gateway): a geoip lookup
+#                and a chat request with a traceparent of ours are continued, their access
+#                lines carry our trace id and their exported spans are in our trace
 #
 # Environment:
 #   COMPOSE_TEST_IMAGES  local (default): base images built from Debian packages by
@@ -28,6 +32,7 @@
 #   PROMETHEUS_PORT      Prometheus's port on 127.0.0.1 (default 19090)
 #   COMPOSE_TEST_KEEP=1  leave the stack running after a failure, for a look
 #   COMPOSE_TEST_COMPOSE the compose command (default: docker compose, else docker-compose)
+#   OTLP_SINK_PORT       the checker's OTLP/HTTP sink port on the edge gateway (default 14318)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -79,6 +84,10 @@ __kill-upstream) # SERVICE: kill the replica whose address is $UPSTREAM (host:po
 		fi
 	done
 	die "no $2 container has address $ip"
+	;;
+__logs) # SERVICE...: for the trace check, which runs outside this shell
+	compose logs --no-color "${@:2}"
+	exit 0
 	;;
 __restart) # SERVICE
 	echo "     restart $2"
@@ -235,6 +244,21 @@ log "5. Redis restarted"
 compose up -d --no-build --no-recreate --scale geoip=2 --scale chat=2
 wait_healthy chat 2
 e2e -disrupt "\"$repo/deploy/scripts/compose-test.sh\" __restart redis" persist
+
+log "6. traceparent continued (tracing on, spans to the checker's OTLP sink)"
+# Tracing is off without an exporter, and then no trace id is logged: the services are
+# recreated with one, the checker's sink on the host, which they reach at the gateway of
+# the network they share with the proxy.
+sink_port=${OTLP_SINK_PORT:-14318}
+gateway=$(docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' "${COMPOSE_PROJECT_NAME}_edge")
+if [ -z "$gateway" ]; then
+	subnet=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "${COMPOSE_PROJECT_NAME}_edge")
+	gateway=${subnet%.*}.1
+fi
+OTEL_EXPORTER_OTLP_ENDPOINT=http://$gateway:$sink_port compose up -d --no-build --scale geoip=1 --scale chat=1 geoip chat
+wait_healthy geoip 1
+wait_healthy chat 1
+e2e -otlp-listen "$gateway:$sink_port" -logs "\"$repo/deploy/scripts/compose-test.sh\" __logs" trace
 
 status=0
 log "compose test passed in ${SECONDS}s"

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/apistack/platform/libs/apiserver/clientip"
-	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
@@ -42,14 +41,21 @@ type AuthResult[A any] struct {
 // TokenValidator checks a bearer token (the seed's apiToken function).
 type TokenValidator[A any] func(token string, r *http.Request) AuthResult[A]
 
-// Config configures a Server. Every field is optional: a set field beats
-// the environment, which beats the default (see the README table).
+// Config configures a Server. Every field is optional.
+//
+// Each setting of the environment has one value, decided in one order:
+// a set Config field beats Settings, which beat the default. Settings
+// are Config.Settings when given (a service loaded them with
+// LoadSettings, and New reads no environment at all), otherwise New
+// loads them itself through Getenv, as a program using the library
+// alone wants. Port, Host, Env, LogLevel and RedisURL are only for that
+// second case: a service built its logger and connections from its
+// Settings, so New refuses them beside Config.Settings, and Getenv too.
 type Config[A any] struct {
-	// Settings are the common settings a service loaded itself with
-	// LoadSettings (PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL):
-	// New uses them as they are and does not read those variables. When
-	// nil, New loads them, and the four fields below and RedisURL
-	// override them.
+	// Settings are the settings a service loaded itself with
+	// LoadSettings: New uses them as they are (a set field below still
+	// beats its setting) and does not read the environment. When nil,
+	// New loads them through Getenv.
 	Settings *Settings
 	Port     int    // PORT, 3000; 0 here means unset (PORT=0 picks a free port)
 	Host     string // HOST, 127.0.0.1
@@ -125,16 +131,18 @@ type Config[A any] struct {
 	ValidateResponses *bool
 
 	// Tracing sends OpenTelemetry traces (see the tracing package): a span per request
-	// and, on Redis, the rate limiter's checks. When nil, New reads the OTEL_* variables
-	// itself (tracing.Setup); a service that also traces its own Redis client sets up
-	// first and passes the provider here. Stop flushes and shuts it down, within
-	// ShutdownTimeout.
+	// and, on Redis, the rate limiter's checks. A service sets tracing up once
+	// (tracing.Setup reads the OTEL_* variables) and passes the provider here; nil is
+	// tracing off, except without Config.Settings, where New calls tracing.Setup
+	// itself through Getenv. Stop flushes and shuts it down, within ShutdownTimeout.
 	Tracing *tracing.Provider
 
 	Logger   *slog.Logger         // default: built from Env and LogLevel
 	Registry *prometheus.Registry // default: a new registry with Go and process collectors
 
-	// Getenv reads the environment (default os.Getenv); tests set it.
+	// Getenv is what New loads the settings (and tracing's OTEL_*
+	// variables) through when Config.Settings is nil (default os.Getenv);
+	// tests set it. Set beside Config.Settings, it is an error.
 	Getenv func(string) string
 }
 
@@ -178,46 +186,52 @@ const (
 
 type timeouts struct{ readHeader, read, write, idle time.Duration }
 
-// resolve merges config, environment and defaults, and reports every
-// invalid value at once, each naming its variable.
+// resolve decides every setting (Config field, then Settings, then the
+// default; see Config) and reports every invalid value at once, each
+// naming its variable or field.
 func resolve[A any](c *Config[A]) (settings, error) {
-	getenv := c.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	var errs []error
 	bad := func(name, value, want string) {
 		errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want))
 	}
 	s := settings{}
 
+	fields := c.fieldOverrides()
+	var common Settings
+	var err error
 	if c.Settings != nil {
 		if c.Port != 0 || c.Host != "" || c.Env != "" || c.LogLevel != "" || c.RedisURL != "" {
 			errs = append(errs, errors.New("Config.Settings is set, and so is one of Port, Host, Env, LogLevel, RedisURL: set one or the other"))
 		}
-		s.common = *c.Settings
-		if err := s.common.check(); err != nil {
+		if c.Getenv != nil {
+			errs = append(errs, errors.New("Config.Settings is set, and so is Getenv: New reads no environment when given Settings; load them with LoadSettings(getenv, ...)"))
+		}
+		given := *c.Settings
+		if err := given.check(); err != nil {
 			errs = append(errs, err)
 		}
+		common, err = loadSettings(given, func(key string) (string, string, bool) {
+			f, ok := fields[key]
+			return f.value, f.name, ok
+		})
 	} else {
-		// The fields beat the environment: they answer for their variable.
-		over := map[string]string{"PORT": "", "HOST": c.Host, "APP_ENV": c.Env, "LOG_LEVEL": c.LogLevel, "REDIS_URL": c.RedisURL}
-		if c.Port != 0 {
-			over["PORT"] = strconv.Itoa(c.Port)
+		getenv := c.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
 		}
-		field := map[string]string{"PORT": "Port", "HOST": "Host", "APP_ENV": "Env", "LOG_LEVEL": "LogLevel", "REDIS_URL": "RedisURL"}
-		common, err := loadSettings(func(key string) (string, string) {
-			if v := over[key]; v != "" {
-				return v, field[key]
+		common, err = loadSettings(defaultSettings(Defaults{}), func(key string) (string, string, bool) {
+			if f, ok := fields[key]; ok {
+				return f.value, f.name, true
 			}
-			return getenv(key), key
-		}, Defaults{})
-		if err != nil {
-			errs = append(errs, err)
-		}
-		s.common = common
+			v := getenv(key)
+			return v, key, strings.TrimSpace(v) != ""
+		})
 	}
-	s.production = s.common.Production()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.common = common
+	s.production = common.Production()
 
 	s.title = firstNonEmpty(c.APITitle, "API Documentation")
 	s.desc = c.APIDescription
@@ -225,76 +239,16 @@ func resolve[A any](c *Config[A]) (settings, error) {
 	s.jwt = c.AcceptsJWT
 	s.tags = c.APITags
 
-	s.rateMax = DefaultRateLimitMax
-	if c.RateLimitMax != 0 {
-		s.rateMax = c.RateLimitMax
-	} else if v := getenv("RATE_LIMIT_MAX"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			bad("RATE_LIMIT_MAX", v, "must be a positive integer")
-		} else {
-			s.rateMax = n
-		}
-	}
-	if s.rateMax < 1 {
-		bad("RateLimitMax", strconv.Itoa(s.rateMax), "must be a positive integer")
-	}
-	windowName, window := "RateLimitWindow", c.RateLimitWindow
-	if window == "" {
-		windowName, window = "RATE_LIMIT_WINDOW", getenv("RATE_LIMIT_WINDOW")
-	}
-	if window == "" {
-		window = DefaultRateLimitWindow
-	}
-	if d, err := ratelimit.ParseWindow(window); err != nil {
-		bad(windowName, window, "must be a number and a unit (ms, s, m, h, d), like 15m or 30s")
-	} else {
-		s.rateWindow = d
-	}
-	s.rateIPv6Bits = DefaultRateLimitIPv6
-	if c.RateLimitIPv6Prefix != 0 {
-		s.rateIPv6Bits = c.RateLimitIPv6Prefix
-	} else if v := getenv("RATE_LIMIT_IPV6_PREFIX"); v != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(v, "/"))
-		if err != nil || n < 1 || n > 128 {
-			bad("RATE_LIMIT_IPV6_PREFIX", v, "must be a prefix length from 1 to 128, like 64")
-		} else {
-			s.rateIPv6Bits = n
-		}
-	}
-	if s.rateIPv6Bits < 1 || s.rateIPv6Bits > 128 {
-		bad("RateLimitIPv6Prefix", strconv.Itoa(s.rateIPv6Bits), "must be a prefix length from 1 to 128")
-	}
-	allow := c.RateLimitAllow
-	if allow == nil {
-		allow = splitList(getenv("RATE_LIMIT_ALLOW"))
-	}
-	if set, err := clientip.NewSet(allow); err != nil {
-		bad("RATE_LIMIT_ALLOW", strings.Join(allow, ","), err.Error())
-	} else {
-		s.rateAllow = set
-	}
-	s.failClosed = boolSetting(c.RateLimitFailClosed, "RATE_LIMIT_FAIL_CLOSED", false, getenv, bad)
-	s.metrics = boolSetting(c.MetricsEnabled, "METRICS_ENABLED", true, getenv, bad)
-
-	origin := firstNonEmpty(c.CORSOrigin, getenv("CORS_ORIGIN"), "*")
-	s.corsOrigins = splitList(origin)
-	for _, o := range s.corsOrigins {
-		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
-			bad("CORS_ORIGIN", origin, "must be *, or origins like https://example.com separated by commas")
-			break
-		}
-	}
-
-	trusted := c.TrustedProxies
-	if trusted == nil {
-		trusted = splitList(getenv("TRUSTED_PROXIES"))
-	}
-	if set, err := clientip.NewSet(trusted); err != nil {
-		bad("TRUSTED_PROXIES", strings.Join(trusted, ","), err.Error())
-	} else {
-		s.trusted = set
-	}
+	s.rateMax = common.RateLimitMax
+	s.rateWindow = common.RateLimitWindow
+	s.rateIPv6Bits = common.RateLimitIPv6Prefix
+	s.failClosed = common.RateLimitFailClosed
+	s.metrics = !common.MetricsDisabled
+	s.corsOrigins = common.CORSOrigins
+	s.shutdownTimeout = common.ShutdownTimeout
+	// Both lists were checked when loaded: an error here is one already reported.
+	s.rateAllow, _ = clientip.NewSet(common.RateLimitAllow)
+	s.trusted, _ = clientip.NewSet(common.TrustedProxies)
 
 	s.bodyLimit = c.BodyLimit
 	if s.bodyLimit == 0 {
@@ -318,43 +272,67 @@ func resolve[A any](c *Config[A]) (settings, error) {
 			bad(t.name, t.set.String(), "must be positive")
 		}
 	}
-	s.shutdownTimeout = c.ShutdownTimeout
-	if s.shutdownTimeout == 0 {
-		s.shutdownTimeout = DefaultShutdownTimeout
-		if v := getenv("SHUTDOWN_TIMEOUT"); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				bad("SHUTDOWN_TIMEOUT", v, "must be a positive duration like 10s")
-			} else {
-				s.shutdownTimeout = d
-			}
-		}
-	}
 	s.validateResults = c.ValidateResponses == nil || *c.ValidateResponses
 
-	if s.production && c.TokenValidator == nil {
-		tok := firstNonEmpty(c.APIToken, getenv("API_TOKEN"))
-		if tok != "" && len(tok) < 16 {
-			bad("API_TOKEN", "***", "is shorter than 16 characters, too guessable for production")
+	if tok := common.APIToken; s.production && c.TokenValidator == nil && tok != "" && len(tok) < 16 {
+		name := "API_TOKEN"
+		if c.APIToken != "" {
+			name = "APIToken"
+		} else if c.Settings != nil {
+			name = "Settings.APIToken"
 		}
+		bad(name, "***", "is shorter than 16 characters, too guessable for production")
 	}
 	return s, errors.Join(errs...)
 }
 
-func boolSetting(v *bool, name string, def bool, getenv func(string) string, bad func(string, string, string)) bool {
-	if v != nil {
-		return *v
+// field is a Config field's value as its variable would spell it.
+type field struct{ value, name string }
+
+// fieldOverrides are the set Config fields that stand for a variable, by
+// variable: loadSettings parses them by the variable's rules and reports
+// a bad one under the field's name.
+func (c *Config[A]) fieldOverrides() map[string]field {
+	f := map[string]field{}
+	str := func(key, name, v string) {
+		if v != "" {
+			f[key] = field{v, name}
+		}
 	}
-	raw := getenv(name)
-	if raw == "" {
-		return def
+	list := func(key, name string, v []string) {
+		if v != nil { // an empty list is set: it clears the setting
+			f[key] = field{strings.Join(v, ","), name}
+		}
 	}
-	b, err := ParseBool(raw)
-	if err != nil {
-		bad(name, raw, err.Error())
-		return def
+	boolean := func(key, name string, v *bool) {
+		if v != nil {
+			f[key] = field{strconv.FormatBool(*v), name}
+		}
 	}
-	return b
+	if c.Port != 0 {
+		str("PORT", "Port", strconv.Itoa(c.Port))
+	}
+	str("HOST", "Host", c.Host)
+	str("APP_ENV", "Env", c.Env)
+	str("LOG_LEVEL", "LogLevel", c.LogLevel)
+	str("REDIS_URL", "RedisURL", c.RedisURL)
+	str("API_TOKEN", "APIToken", c.APIToken)
+	if c.RateLimitMax != 0 {
+		str("RATE_LIMIT_MAX", "RateLimitMax", strconv.Itoa(c.RateLimitMax))
+	}
+	str("RATE_LIMIT_WINDOW", "RateLimitWindow", c.RateLimitWindow)
+	if c.RateLimitIPv6Prefix != 0 {
+		str("RATE_LIMIT_IPV6_PREFIX", "RateLimitIPv6Prefix", strconv.Itoa(c.RateLimitIPv6Prefix))
+	}
+	list("RATE_LIMIT_ALLOW", "RateLimitAllow", c.RateLimitAllow)
+	boolean("RATE_LIMIT_FAIL_CLOSED", "RateLimitFailClosed", c.RateLimitFailClosed)
+	boolean("METRICS_ENABLED", "MetricsEnabled", c.MetricsEnabled)
+	str("CORS_ORIGIN", "CORSOrigin", c.CORSOrigin)
+	list("TRUSTED_PROXIES", "TrustedProxies", c.TrustedProxies)
+	if c.ShutdownTimeout != 0 {
+		str("SHUTDOWN_TIMEOUT", "ShutdownTimeout", c.ShutdownTimeout.String())
+	}
+	return f
 }
 
 // ParseBool is the one rule for boolean variables, the library's and the

@@ -1,11 +1,11 @@
 package apiserver_test
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 func TestConfigFromEnvironment(t *testing.T) {
@@ -39,6 +39,11 @@ func TestConfigFromEnvironment(t *testing.T) {
 		{name: "config beats environment", env: map[string]string{"PORT": "abc", "RATE_LIMIT_WINDOW": "soon"},
 			cfg: apiserver.Config[struct{}]{Port: 8080, RateLimitWindow: "1m"}},
 		{name: "bad config value is named", cfg: apiserver.Config[struct{}]{RateLimitWindow: "1x"}, wantErr: []string{"RateLimitWindow"}},
+		{name: "bad config values are named by field, all at once", env: map[string]string{"RATE_LIMIT_MAX": "5"},
+			cfg:     apiserver.Config[struct{}]{RateLimitMax: -2, RateLimitIPv6Prefix: 200, TrustedProxies: []string{"x"}, CORSOrigin: "a.example"},
+			wantErr: []string{`RateLimitMax="-2"`, `RateLimitIPv6Prefix="200"`, `TrustedProxies="x"`, `CORSOrigin="a.example"`}},
+		{name: "an empty list field clears the variable", env: map[string]string{"TRUSTED_PROXIES": "not-an-ip", "RATE_LIMIT_ALLOW": "not-an-ip"},
+			cfg: apiserver.Config[struct{}]{TrustedProxies: []string{}, RateLimitAllow: []string{}}},
 		{name: "redis url scheme", env: map[string]string{"REDIS_URL": "http://x"}, wantErr: []string{"REDIS_URL"}},
 		{name: "shutdown timeout", env: map[string]string{"SHUTDOWN_TIMEOUT": "later"}, wantErr: []string{"SHUTDOWN_TIMEOUT"}},
 	}
@@ -46,7 +51,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			cfg := r.cfg
 			cfg.Getenv = func(k string) string { return r.env[k] }
-			cfg.Logger = slog.New(slog.DiscardHandler)
+			cfg.Logger = testkit.Logger()
 			_, err := apiserver.New(cfg)
 			if len(r.wantErr) == 0 {
 				if err != nil {
@@ -102,7 +107,7 @@ func TestRegisterRejectsBadDeclarations(t *testing.T) {
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
-			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}

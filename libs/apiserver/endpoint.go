@@ -41,18 +41,10 @@ type Operation struct {
 	Status int
 	// BodyLimit overrides the server's body size limit for this endpoint.
 	BodyLimit int64
-	// Responses documents further answers, e.g. {404: "No such item"}.
-	Responses map[int]string
-	// Produces documents media types the handler may write itself besides
-	// JSON (it writes them through Context and the library stays out),
-	// each as a text body: shorthand for Formats of FormatText.
-	Produces []string
-	// Formats documents the success answer in media types the handler
-	// writes itself, each with its real schema (see Format).
-	Formats []Format
-	// NotJSON says the success answer is never JSON: only Produces and
-	// Formats are documented for it (errors stay JSON).
-	NotJSON bool
+	// Responses declares the answers by status (see ResponseDoc): the success
+	// answer's media types when it is not only JSON, further statuses, e.g.
+	// {404: {Description: "No such item"}}, and headers the handler sets itself.
+	Responses map[int]ResponseDoc
 	// NoTimeouts lifts the server's read and write deadlines for this
 	// route once the request has passed the rate limit, auth and input
 	// validation, just before the handler runs: for long polls and
@@ -82,28 +74,6 @@ type Operation struct {
 	// and metrics and logs label the requests with the template route.
 	PathValues map[string][]string
 }
-
-// Format is one media type of the success answer besides JSON.
-type Format struct {
-	MediaType   string // e.g. application/yaml
-	Kind        FormatKind
-	XMLName     string // FormatXML: the root element's name
-	Description string
-}
-
-// FormatKind says what schema a Format's body has.
-type FormatKind int
-
-const (
-	// FormatSameSchema: the response type's schema, as in JSON (YAML, the
-	// argument of a JSONP call).
-	FormatSameSchema FormatKind = iota
-	// FormatText: a string (plain text, CSV); Description says its layout.
-	FormatText
-	// FormatXML: the response type's schema, one element per property
-	// named as in JSON, inside a root element named XMLName.
-	FormatXML
-)
 
 // RateLimit is a per-endpoint limit: Max requests per Window for each
 // client (Window 0 means the global window).
@@ -156,6 +126,12 @@ func Register[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Out])
 		}
 		if r.path != ep.route {
 			s.routeLabels[r.path] = ep.route
+		}
+		if m := ep.op.ErrorMap; m != nil {
+			s.errorMaps.add(ep.op.Method, r.path, m)
+			if ep.op.Method == http.MethodGet {
+				s.errorMaps.add(http.MethodHead, r.path, m)
+			}
 		}
 	}
 	if !op.Hidden {
@@ -230,14 +206,6 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 	if ep.in, err = newBinder(s.schemas, reflect.TypeFor[In](), op.Method, ep.route); err != nil {
 		return nil, err
 	}
-	for _, f := range op.Formats {
-		if f.MediaType == "" || f.MediaType == "application/json" {
-			return nil, fmt.Errorf("format %q: give a media type other than application/json", f.MediaType)
-		}
-	}
-	if op.NotJSON && len(op.Formats)+len(op.Produces) == 0 {
-		return nil, errors.New("NotJSON needs Formats or Produces: the answer must have some media type")
-	}
 	outType := reflect.TypeFor[Out]()
 	if ep.resp, err = newRespLayout(outType); err != nil {
 		return nil, err
@@ -261,6 +229,9 @@ func newEndpoint[A, In, Out any](s *Server[A], op Operation, h Handler[A, In, Ou
 		if ep.noBody {
 			ep.op.Status = http.StatusNoContent
 		}
+	}
+	if err := checkResponses(&ep.op, ep.noBody, ep.headers); err != nil {
+		return nil, err
 	}
 	if ep.errBodies, err = compileErrorBodies(s.schemas, op.ErrorBodies); err != nil {
 		return nil, err

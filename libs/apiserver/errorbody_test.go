@@ -1,12 +1,12 @@
 package apiserver_test
 
 import (
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 func TestErrorBodyDeclarationsAreChecked(t *testing.T) {
@@ -17,7 +17,7 @@ func TestErrorBodyDeclarationsAreChecked(t *testing.T) {
 		"not a schema":     {{Status: 400, Example: make(chan int)}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+			s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type user struct {
@@ -88,7 +88,7 @@ func newFixture(t *testing.T, env map[string]string, mutate func(*apiserver.Conf
 		APITitle: "Fixture",
 		APITags:  []apiserver.Tag{{Name: "items", Description: "Items"}},
 		Getenv:   func(k string) string { return env[k] },
-		Logger:   slog.New(slog.DiscardHandler),
+		Logger:   testkit.Logger(),
 	}
 	if mutate != nil {
 		mutate(&cfg)

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // Issue 13, finding 10.
@@ -53,7 +53,7 @@ func ipv6Server(t *testing.T, redisURL string, env map[string]string) string {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(k string) string { return env[k] },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		RedisURL:        redisURL,
 		RateLimitMax:    2,
 		RateLimitWindow: "1h",
@@ -125,7 +125,7 @@ func TestIPv6PrefixIsValidated(t *testing.T) {
 	for _, v := range []string{"0", "129", "abc", "-1"} {
 		_, err := apiserver.New(apiserver.Config[struct{}]{
 			Getenv: func(k string) string { return map[string]string{"RATE_LIMIT_IPV6_PREFIX": v}[k] },
-			Logger: slog.New(slog.DiscardHandler),
+			Logger: testkit.Logger(),
 		})
 		if err == nil || !strings.Contains(err.Error(), "RATE_LIMIT_IPV6_PREFIX") {
 			t.Errorf("RATE_LIMIT_IPV6_PREFIX=%s: %v", v, err)
@@ -149,7 +149,7 @@ func TestClientKeyIsTheLimitersName(t *testing.T) {
 	} {
 		s, err := apiserver.New(apiserver.Config[struct{}]{
 			Getenv:         func(k string) string { return map[string]string{"RATE_LIMIT_IPV6_PREFIX": c.prefix}[k] },
-			Logger:         slog.New(slog.DiscardHandler),
+			Logger:         testkit.Logger(),
 			TrustedProxies: []string{"192.0.2.1"},
 		})
 		if err != nil {

@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // perRequest are the headers that differ between two answers to the same request.
@@ -36,7 +36,7 @@ func do(t *testing.T, client *http.Client, method, url, xff string) (*http.Respo
 func TestHeadAnswersAsGetOnBuiltins(t *testing.T) {
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(string) string { return "" },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		RateLimitMax:    1,
 		RateLimitWindow: "1h",
 		TrustedProxies:  []string{"127.0.0.1", "::1"},
@@ -100,7 +100,7 @@ func TestHeadAnswersAsGetOnBuiltins(t *testing.T) {
 func TestHeadCountsAgainstTheRateLimit(t *testing.T) {
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(string) string { return "" },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		RateLimitMax:    2,
 		RateLimitWindow: "1h",
 		TrustedProxies:  []string{"127.0.0.1", "::1"},

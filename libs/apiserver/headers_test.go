@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type taggedHeaders struct {
@@ -129,7 +129,7 @@ func keys[V any](m map[string]V) []string {
 // public declares no scheme (Swagger UI would show an Authorize button that
 // does nothing).
 func TestSecuritySchemeOnlyWhenUsed(t *testing.T) {
-	s, err := apiserver.New(apiserver.Config[user]{APIToken: token, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := apiserver.New(apiserver.Config[user]{APIToken: token, Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,49 +160,4 @@ func TestHeaderDeclaredOnUnknownStatus(t *testing.T) {
 		func(c *apiserver.Context[user], in *struct{}) (apiserver.Response[bad, item], error) {
 			return apiserver.Response[bad, item]{}, nil
 		})
-}
-
-// TestFormatsCarryRealSchemas: other media types document the response's
-// schema (XML with its root name), text ones a string with their layout,
-// and NotJSON drops the JSON answer the handler never sends.
-func TestFormatsCarryRealSchemas(t *testing.T) {
-	s := newFixture(t, nil, nil)
-	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/formats/x", NotJSON: true, Formats: []apiserver.Format{
-		{MediaType: "application/yaml"},
-		{MediaType: "application/xml", Kind: apiserver.FormatXML, XMLName: "root"},
-		{MediaType: "text/csv", Kind: apiserver.FormatText, Description: "Columns: id, name"},
-	}}, func(c *apiserver.Context[user], in *struct{}) (item, error) { return item{}, nil })
-	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/formats/y", Formats: []apiserver.Format{{MediaType: "application/yaml"}}},
-		func(c *apiserver.Context[user], in *struct{}) (item, error) { return item{}, nil })
-	doc := loadDoc(t, s)
-	content := doc.Paths.Find("/formats/x").Get.Responses.Status(200).Value.Content
-	if content["application/json"] != nil {
-		t.Error("NotJSON operation documents application/json")
-	}
-	if y := content["application/yaml"]; y == nil || y.Schema.Value.Properties["name"] == nil {
-		t.Errorf("YAML schema is not the item's: %+v", y)
-	}
-	if x := content["application/xml"]; x == nil || x.Schema.Value.Properties["name"] == nil || x.Schema.Value.XML == nil || x.Schema.Value.XML.Name != "root" {
-		t.Errorf("XML schema lacks the item's properties or its root name: %+v", x)
-	}
-	if c := content["text/csv"]; c == nil || !c.Schema.Value.Type.Is("string") || c.Schema.Value.Description != "Columns: id, name" {
-		t.Errorf("CSV schema = %+v", c)
-	}
-	both := doc.Paths.Find("/formats/y").Get.Responses.Status(200).Value.Content
-	if both["application/json"] == nil || both["application/yaml"] == nil {
-		t.Errorf("JSON and YAML both expected: %v", keys(both))
-	}
-	for _, bad := range []apiserver.Operation{
-		{Method: "GET", URL: "/formats/bad1", NotJSON: true},
-		{Method: "GET", URL: "/formats/bad2", Formats: []apiserver.Format{{MediaType: "application/json"}}},
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: accepted", bad.URL)
-				}
-			}()
-			apiserver.Register(s, bad, func(c *apiserver.Context[user], in *struct{}) (item, error) { return item{}, nil })
-		}()
-	}
 }

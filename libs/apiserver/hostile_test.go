@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/internal/schema"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // Issue 13, finding 1 and 3: a hostile body costs bounded work and gets a
@@ -37,7 +37,7 @@ func hostileServer(t testing.TB) *apiserver.Server[struct{}] {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:       func(string) string { return "" },
-		Logger:       slog.New(slog.DiscardHandler),
+		Logger:       testkit.Logger(),
 		RateLimitMax: 1_000_000,
 	})
 	if err != nil {

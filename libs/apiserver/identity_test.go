@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // keyLimit identifies callers by an X-Key header: "gold-*" keys are on the gold plan,
@@ -43,7 +43,7 @@ func identityServer(t *testing.T, redisURL string) (*apiserver.Server[struct{}],
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(string) string { return "" },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		RedisURL:        redisURL,
 		RateLimitMax:    3,
 		RateLimitWindow: "1m",
@@ -187,7 +187,7 @@ var shapeMap = &apiserver.ErrorMap{
 // and headers; an unmapped operation of the same server keeps the standard body.
 func TestErrorMapCoversTheLibrarysAnswers(t *testing.T) {
 	s, err := apiserver.New(apiserver.Config[struct{}]{
-		Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(string) string { return "" }, Logger: testkit.Logger(),
 		RateLimitMax: 100, RateLimitWindow: "1m", APIToken: "secret-token-0123456789", Env: "production",
 	})
 	if err != nil {
@@ -309,7 +309,7 @@ func TestIdentityLimitDocumented(t *testing.T) {
 func TestIdentityLimitAfterAuthentication(t *testing.T) {
 	type claims struct{ Sub string }
 	s, err := apiserver.New(apiserver.Config[claims]{
-		Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(string) string { return "" }, Logger: testkit.Logger(),
 		RateLimitMax: 2, RateLimitWindow: "1m", TrustedProxies: []string{"127.0.0.1", "::1"},
 		TokenValidator: func(token string, _ *http.Request) apiserver.AuthResult[claims] {
 			if sub, ok := strings.CutPrefix(token, "user-"); ok {

@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type slowOut struct {
@@ -26,7 +26,7 @@ type slowOut struct {
 func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(k string) string { return map[string]string{"PORT": "0"}[k] },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		ShutdownTimeout: 5 * time.Second,
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 }
 
 func TestReadinessTurnsFalseOnStop(t *testing.T) {
-	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestCallerSuppliedEngine(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	engine.GET("/own", func(c *gin.Context) { c.String(200, "mine") })
-	s, err := apiserver.New(apiserver.Config[struct{}]{Engine: engine, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	s, err := apiserver.New(apiserver.Config[struct{}]{Engine: engine, Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

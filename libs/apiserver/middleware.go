@@ -140,7 +140,8 @@ func (s *Server[A]) observe(c *gin.Context) {
 			s.log.Error("panic serving request", "request_id", id, "method", c.Request.Method,
 				"path", c.Request.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if !c.Writer.Written() {
-				s.abortWithError(c, fmt.Errorf("panic: %v", p))
+				// In the body of the route's ErrorMap when it has one, as its other errors.
+				s.answerError(c, fmt.Errorf("panic: %v", p), s.errorMaps.of(c.Request.Method, c.FullPath()))
 			} else {
 				c.Abort()
 			}

@@ -246,33 +246,11 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	errRef := ep.errorContent()
 	responses := map[string]any{}
 	success := map[string]any{"description": http.StatusText(op.Status)}
+	if d := op.Responses[op.Status].Description; d != "" {
+		success["description"] = d
+	}
 	if !ep.noBody {
-		content := map[string]any{}
-		if !op.NotJSON {
-			content["application/json"] = map[string]any{"schema": ep.out.Schema}
-		}
-		for _, mt := range op.Produces {
-			content[mt] = map[string]any{"schema": map[string]any{"type": "string"}}
-		}
-		for _, f := range op.Formats {
-			var sch map[string]any
-			switch f.Kind {
-			case FormatText:
-				sch = map[string]any{"type": "string"}
-			default:
-				sch = schemaMap(ep.out.Schema)
-				if f.Kind == FormatXML && f.XMLName != "" {
-					sch["xml"] = map[string]any{"name": f.XMLName}
-				}
-			}
-			if f.Description != "" {
-				// A media type has no description: the schema carries it
-				// (beside a $ref, which OpenAPI 3.1 allows).
-				sch["description"] = f.Description
-			}
-			content[f.MediaType] = map[string]any{"schema": sch}
-		}
-		success["content"] = content
+		success["content"] = ep.successContent()
 	}
 	responses[strconv.Itoa(op.Status)] = success
 	addErr := func(status int, desc string) {
@@ -322,8 +300,11 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 	}
 	sort.Ints(codes)
 	for _, code := range codes {
+		if code == op.Status {
+			continue
+		}
 		if code < 400 {
-			r := map[string]any{"description": op.Responses[code]}
+			r := map[string]any{"description": responseDescription(&op, code)}
 			// Another success (202 beside 201) answers with the success
 			// body's shape: a Response's Status picks it.
 			if c, ok := success["content"]; ok && code >= 200 && code < 300 && code != http.StatusNoContent {
@@ -332,7 +313,7 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 			responses[strconv.Itoa(code)] = r
 			continue
 		}
-		addErr(code, op.Responses[code])
+		addErr(code, responseDescription(&op, code))
 	}
 	if _, ok := op.Responses[http.StatusNotModified]; conditional && !ok {
 		responses["304"] = map[string]any{"description": "Not Modified: If-None-Match names the current ETag"}
@@ -378,6 +359,12 @@ func (ep *endpoint[A, In, Out]) doc() opDoc {
 				hd["required"] = true
 			}
 			addHeader(resp, h.name, hd)
+		}
+	}
+	for code, r := range op.Responses {
+		resp := responses[strconv.Itoa(code)].(map[string]any)
+		for name, h := range r.Headers {
+			addHeader(resp, name, h.doc())
 		}
 	}
 	o["responses"] = responses

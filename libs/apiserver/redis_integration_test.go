@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,13 +15,14 @@ import (
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 func redisServer(t *testing.T, redisURL string, failClosed bool) *httptest.Server {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:              func(string) string { return "" },
-		Logger:              slog.New(slog.DiscardHandler),
+		Logger:              testkit.Logger(),
 		RedisURL:            redisURL,
 		RateLimitMax:        5,
 		RateLimitWindow:     "1m",
@@ -166,7 +166,7 @@ func TestCallerRedisClient(t *testing.T) {
 	defer client.Close()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:              func(k string) string { return map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0"}[k] },
-		Logger:              slog.New(slog.DiscardHandler),
+		Logger:              testkit.Logger(),
 		Redis:               client,
 		ServiceName:         "mine",
 		RateLimitFailClosed: &failClosed,
@@ -266,7 +266,7 @@ func testHungRedis(t *testing.T, opts redisconn.Options) {
 	defer func() { go client.Close() }() // Close would wait for an abandoned call
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: testkit.Logger(),
 		Redis:  client,
 	})
 	if err != nil {

@@ -31,11 +31,11 @@ import (
 //   - Body is encoded and validated as any output type is; B is the documented schema
 //     (NoBody for none).
 //   - Raw, when not nil, is the body already encoded, sent as is with ContentType (default
-//     JSON), which must be a media type the operation documents (JSON unless NotJSON,
-//     Formats, Produces). Outside production, with result validation on, a JSON Raw body
-//     is also decoded and checked against B; in production that decode would cost more
-//     than the encoding the handler saved, and the bytes are the handler's own encoder's,
-//     which its contract tests check against the document.
+//     JSON), which must be a media type the operation documents (JSON, or those of the
+//     success status's Content in Responses). Outside production, with result validation
+//     on, a JSON Raw body is also decoded and checked against B; in production that
+//     decode would cost more than the encoding the handler saved, and the bytes are the
+//     handler's own encoder's, which its contract tests check against the document.
 //
 // A handler that needs none of this returns its body type directly.
 type Response[H, B any] struct {
@@ -125,15 +125,9 @@ func (l *respLayout) finish(op *Operation, headers []respHeader, checkIO, produc
 	for i := range l.fields {
 		l.fields[i].statuses = headers[i].statuses
 	}
-	if !op.NotJSON {
-		l.mediaTypes = append(l.mediaTypes, "application/json")
-	}
-	l.mediaTypes = append(l.mediaTypes, op.Produces...)
-	for _, f := range op.Formats {
-		l.mediaTypes = append(l.mediaTypes, f.MediaType)
-	}
+	l.mediaTypes = op.successMediaTypes()
 	l.jsonDocumented = l.documented(jsonContentType[0])
-	l.checkJSON = checkIO && !production && !op.NotJSON
+	l.checkJSON = checkIO && !production && op.successJSON()
 }
 
 func (f *respField) carriedBy(status, success int) bool {

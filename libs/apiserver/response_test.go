@@ -2,7 +2,6 @@ package apiserver_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // quietServer is a server with the default configuration, an empty environment and no
@@ -18,7 +18,7 @@ func quietServer(t *testing.T) *apiserver.Server[struct{}] {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.DiscardHandler),
+		Logger: testkit.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +82,9 @@ type outIn struct {
 func TestResponseCarriesHeadersStatusAndRawBodies(t *testing.T) {
 	s := newFixture(t, nil, nil)
 	type resp = apiserver.Response[outHeaders, item]
-	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/out", Responses: map[int]string{201: "Created"},
-		Formats: []apiserver.Format{{MediaType: "application/yaml"}}},
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/out", Responses: map[int]apiserver.ResponseDoc{
+		200: {Content: map[string]apiserver.Body{"application/json": {}, "application/yaml": {}}},
+		201: {Description: "Created"}}},
 		func(c *apiserver.Context[user], in *outIn) (resp, error) {
 			r := resp{Header: outHeaders{ETag: `"v1"`}, Body: item{ID: "1", Name: "n"}}
 			switch in.Mode {
@@ -202,7 +203,8 @@ func TestRawJSONOnlyWhereDocumented(t *testing.T) {
 		return apiserver.Response[struct{}, sizeOut]{Raw: []byte(`{"text":""}`)}, nil
 	}
 	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/json"}, handler)
-	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/text", Produces: []string{"text/plain"}, NotJSON: true}, handler)
+	apiserver.Register(s, apiserver.Operation{Method: "GET", URL: "/text",
+		Responses: map[int]apiserver.ResponseDoc{200: {Content: map[string]apiserver.Body{"text/plain": {Kind: apiserver.BodyText}}}}}, handler)
 	for path, want := range map[string]int{"/json": 200, "/text": 500} {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,6 +46,9 @@ type Server[A any] struct {
 	// parameter (Operation.PathValues) to their template, the route label of metrics
 	// and logs. Written only while registering, before serving.
 	routeLabels map[string]string
+	// errorMaps: the ErrorMap of each route whose operation has one, for a panic's 500
+	// and a 405 on such a route's path.
+	errorMaps routeErrorMaps
 
 	registry *prometheus.Registry
 	metrics  *httpMetrics
@@ -98,7 +100,7 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 		s.log = NewLogger(set.common, os.Stderr)
 	}
 	s.clientIP = clientip.NewResolverFromSet(set.trusted)
-	if tok := firstNonEmpty(cfg.APIToken, getenvOr(cfg.Getenv)("API_TOKEN")); tok != "" {
+	if tok := set.common.APIToken; tok != "" {
 		h := sha256.Sum256([]byte(tok))
 		s.tokenHash = h[:]
 	}
@@ -109,9 +111,15 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	}
 	s.metrics = newHTTPMetrics(s.registry)
 
-	if s.tracing = cfg.Tracing; s.tracing == nil {
+	// With Settings given, the environment is the service's to read: its
+	// tracing is the provider it passed, or none.
+	if s.tracing = cfg.Tracing; s.tracing == nil && cfg.Settings == nil {
+		getenv := cfg.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
 		s.tracing, err = tracing.Setup(context.Background(), tracing.Options{
-			ServiceName: cfg.ServiceName, ServiceVersion: set.version, Logger: s.log, Getenv: getenvOr(cfg.Getenv)})
+			ServiceName: cfg.ServiceName, ServiceVersion: set.version, Logger: s.log, Getenv: getenv})
 		if err != nil {
 			return nil, fmt.Errorf("invalid configuration: %w", err)
 		}
@@ -153,7 +161,10 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 			s.abortWithError(c, NewError(http.StatusNotFound, fmt.Sprintf("Route %s %s not found", c.Request.Method, c.Request.URL.Path)))
 		})
 		s.engine.NoMethod(func(c *gin.Context) {
-			s.abortWithError(c, NewError(http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path)))
+			// The route the path matched under another method gives the body: a POST to a
+			// lookup of an API with an ErrorMap answers in that API's shape.
+			s.answerError(c, NewError(http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path)),
+				s.errorMaps.ofOtherMethods(s.engine, c.Request.Method, c.Request.URL.Path))
 		})
 		s.routes = s.engine
 	}
@@ -162,13 +173,6 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	s.registerBuiltins()
 	s.ready.Store(true)
 	return s, nil
-}
-
-func getenvOr(f func(string) string) func(string) string {
-	if f == nil {
-		return os.Getenv
-	}
-	return f
 }
 
 // Instance is the underlying gin engine, to add hooks, middleware or routes.
@@ -260,7 +264,8 @@ func (s *Server[A]) Start() error {
 	s.started = true
 	s.warnUnprotectedAuth()
 	if !s.ownsEngine {
-		s.log.Info("routes attached to the caller's engine", "docs", "/docs")
+		s.log.Info("routes attached to the caller's engine", "docs", "/docs", "settings", s.set.common,
+			"rate_limit_store", s.limiterKind(), "tracing", s.tracing.String())
 		return nil
 	}
 	addr := net.JoinHostPort(s.set.common.Host, strconv.Itoa(s.set.common.Port))
@@ -288,11 +293,10 @@ func (s *Server[A]) Start() error {
 		s.serveErr <- err
 	}()
 	host := ln.Addr().String()
-	s.log.Info("server listening", "addr", host, "docs", "http://"+host+"/docs",
-		"metrics", s.set.metrics, "rate_limit", fmt.Sprintf("%d per %s", s.set.rateMax, s.set.rateWindow),
-		"rate_limit_store", s.limiterKind(), "env", s.set.common.Env, "log_level", s.set.common.LogLevel.String(),
-		"cors_origin", strings.Join(s.set.corsOrigins, ","), "trusted_proxies", s.set.trusted.String(),
-		"tracing", s.tracing.String())
+	// Every resolved setting on one line (secrets masked by Settings.LogValue),
+	// so a deployment's effective configuration is read off its first log.
+	s.log.Info("server listening", "addr", host, "docs", "http://"+host+"/docs", "settings", s.set.common,
+		"rate_limit_store", s.limiterKind(), "tracing", s.tracing.String())
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // Issue 13, finding 2: every route keeps the server's read deadlines until
@@ -33,7 +33,7 @@ func socketServer(t *testing.T, rateMax int) string {
 	t.Helper()
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:            func(k string) string { return map[string]string{"PORT": "0"}[k] },
-		Logger:            slog.New(slog.DiscardHandler),
+		Logger:            testkit.Logger(),
 		RateLimitMax:      rateMax,
 		RateLimitWindow:   "1h",
 		ReadHeaderTimeout: testHeaderTimeout,

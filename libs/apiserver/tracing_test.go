@@ -174,7 +174,7 @@ func TestTracingContinuesTheCallersTrace(t *testing.T) {
 // only, whatever the path; health probes and metrics scrapes make no span.
 func TestTracingRecordsFailuresAndUnmatchedRoutes(t *testing.T) {
 	rcv := tracingtest.Start(t)
-	s := tracedServer(t, rcv, "", nil, nil, slog.New(slog.DiscardHandler))
+	s := tracedServer(t, rcv, "", nil, nil, testkit.Logger())
 	base := "http://" + s.Addr()
 	if code := getTraced(t, base+"/items/fail"); code != http.StatusInternalServerError {
 		t.Fatalf("status %d", code)
@@ -263,7 +263,7 @@ func TestTracingFlushIsBoundedByShutdownTimeout(t *testing.T) {
 	t.Cleanup(func() { close(hang) })
 	s, err := apiserver.New(apiserver.Config[struct{}]{
 		Getenv:          func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}[k] },
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          testkit.Logger(),
 		ShutdownTimeout: 300 * time.Millisecond,
 	})
 	if err != nil {

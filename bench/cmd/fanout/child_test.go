@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/bench/internal/fanout"
+	"github.com/apistack/platform/bench/internal/selfexec"
 )
 
 // TestMain lets the runs of these tests start this test binary as their sender
 // child (-send-process is on by default).
 func TestMain(m *testing.M) {
-	if os.Getenv(fanout.SenderChildEnv) != "" {
+	if selfexec.Is(fanout.SenderChildEnv) {
 		os.Exit(fanout.SenderChildMain())
 	}
 	os.Exit(m.Run())

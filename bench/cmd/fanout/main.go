@@ -20,10 +20,11 @@ import (
 	"github.com/apistack/platform/bench/internal/fanout"
 	"github.com/apistack/platform/bench/internal/fdlimit"
 	"github.com/apistack/platform/bench/internal/hist"
+	"github.com/apistack/platform/bench/internal/selfexec"
 )
 
 func main() {
-	if os.Getenv(fanout.SenderChildEnv) != "" { // started by Run with -send-process
+	if selfexec.Is(fanout.SenderChildEnv) { // started by Run with -send-process
 		os.Exit(fanout.SenderChildMain())
 	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {

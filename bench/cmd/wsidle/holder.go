@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/apistack/platform/bench/internal/fdlimit"
 	"github.com/apistack/platform/bench/internal/netguard"
 	"github.com/apistack/platform/bench/internal/procstat"
+	"github.com/apistack/platform/bench/internal/selfexec"
 )
 
 // holderEnv, set in a process's environment, makes wsidle a holder process: it reads
@@ -136,37 +136,24 @@ func (h *inProcess) usage() (float64, int64) {
 
 // childProcess holds them in a holder process of its own.
 type childProcess struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	child *selfexec.Child
 	out   *bufio.Reader
 	st    status
 }
 
 func (h *childProcess) open(ctx context.Context, sh share) error {
-	exe, err := os.Executable()
+	c, err := selfexec.Start(ctx, holderEnv)
 	if err != nil {
 		return err
 	}
-	h.cmd = exec.CommandContext(ctx, exe)
-	h.cmd.Env = append(os.Environ(), holderEnv+"=1")
-	h.cmd.Stderr = os.Stderr
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		return err
-	}
-	out, err := h.cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	h.out = bufio.NewReader(out)
-	if err := h.cmd.Start(); err != nil {
-		return fmt.Errorf("start holder: %w", err)
-	}
-	if err := json.NewEncoder(h.stdin).Encode(sh); err != nil {
-		return fmt.Errorf("holder %d: send share: %w", h.cmd.Process.Pid, err)
+	h.child, h.out = c, bufio.NewReader(c.Stdout)
+	pid := c.Cmd.Process.Pid
+	if err := json.NewEncoder(c.Stdin).Encode(sh); err != nil {
+		return fmt.Errorf("holder %d: send share: %w", pid, err)
 	}
 	line, err := h.out.ReadBytes('\n')
 	if err != nil {
-		return fmt.Errorf("holder %d: no status: %w", h.cmd.Process.Pid, err)
+		return fmt.Errorf("holder %d: no status: %w", pid, err)
 	}
 	return json.Unmarshal(line, &h.st)
 }
@@ -174,18 +161,18 @@ func (h *childProcess) open(ctx context.Context, sh share) error {
 func (h *childProcess) status() status { return h.st }
 
 func (h *childProcess) usage() (float64, int64) {
-	cpu, _ := procstat.CPUSeconds(h.cmd.Process.Pid)
-	rss, _ := procstat.RSS(h.cmd.Process.Pid)
+	cpu, _ := procstat.CPUSeconds(h.child.Cmd.Process.Pid)
+	rss, _ := procstat.RSS(h.child.Cmd.Process.Pid)
 	return cpu, rss
 }
 
 func (h *childProcess) close() int64 {
-	h.stdin.Close()
+	h.child.Stdin.Close()
 	var n int64
 	if line, err := h.out.ReadBytes('\n'); err == nil {
 		_ = json.Unmarshal(line, &n)
 	}
-	_ = h.cmd.Wait()
+	_ = h.child.Cmd.Wait()
 	return n
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/apistack/platform/bench/internal/fdlimit"
 	"github.com/apistack/platform/bench/internal/netguard"
 	"github.com/apistack/platform/bench/internal/procstat"
+	"github.com/apistack/platform/bench/internal/selfexec"
 )
 
 // MaxConns bounds -k whatever the flag says.
@@ -35,7 +36,7 @@ const MaxConns = 200_000
 const spareFDs = 100
 
 func main() {
-	if os.Getenv(holderEnv) != "" {
+	if selfexec.Is(holderEnv) {
 		os.Exit(holderMain())
 	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {

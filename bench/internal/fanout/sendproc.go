@@ -2,18 +2,18 @@ package fanout
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apistack/platform/bench/internal/selfexec"
 )
 
 // SenderChildEnv, set in a process's environment, makes the fanout
@@ -40,29 +40,25 @@ type childJob struct {
 // measureInChild runs measure in a child process and calls ack for each
 // acknowledged send it reports, once the child has finished.
 func (s *sender) measureInChild(ctx context.Context, total int64, ack func(n int64, took time.Duration)) (time.Time, int64, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("sender process: %w", err)
-	}
 	job, err := json.Marshal(childJob{Config: s.run.cfg, RunID: s.run.id, Total: total})
 	if err != nil {
 		return time.Time{}, 0, fmt.Errorf("sender process: encode job: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), SenderChildEnv+"=1")
-	cmd.Stdin = bytes.NewReader(job)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	child, err := selfexec.Start(ctx, SenderChildEnv)
 	if err != nil {
+		return time.Time{}, 0, err
+	}
+	// The child reads its whole job before it reports: written first, then
+	// stdin closed.
+	_, werr := child.Stdin.Write(job)
+	child.Stdin.Close()
+	end, issued, done, perr := readChild(child.Stdout, ack, s.errs.addN)
+	_, _ = io.Copy(io.Discard, child.Stdout)
+	if err := child.Cmd.Wait(); err != nil {
 		return time.Time{}, 0, fmt.Errorf("sender process: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return time.Time{}, 0, fmt.Errorf("sender process: start %s: %w", exe, err)
-	}
-	end, issued, done, perr := readChild(out, ack, s.errs.addN)
-	_, _ = io.Copy(io.Discard, out)
-	if err := cmd.Wait(); err != nil {
-		return time.Time{}, 0, fmt.Errorf("sender process: %w", err)
+	if werr != nil {
+		return time.Time{}, 0, fmt.Errorf("sender process: send job: %w", werr)
 	}
 	if perr != nil {
 		return time.Time{}, 0, fmt.Errorf("sender process: %w", perr)

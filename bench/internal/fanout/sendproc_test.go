@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/bench/internal/selfexec"
 	"github.com/apistack/platform/bench/internal/wsfloor"
 )
 
 // TestMain lets Run start this test binary as its sender child.
 func TestMain(m *testing.M) {
-	if os.Getenv(SenderChildEnv) != "" {
+	if selfexec.Is(SenderChildEnv) {
 		os.Exit(SenderChildMain())
 	}
 	os.Exit(m.Run())

@@ -2,7 +2,7 @@
 // test (deploy/scripts/compose-test.sh) runs one scenario at a time and does the Docker
 // side (scaling, killing a replica, restarting Redis) through -disrupt.
 //
-//	e2e [flags] smoke|balance|scale|failover|persist|monitoring
+//	e2e [flags] smoke|balance|scale|failover|persist|monitoring|trace
 //
 // Wire formats and paths are in contract.go.
 package main
@@ -32,9 +32,11 @@ func main() {
 	want := flag.String("want", "geoip=2,chat=2", "healthy scrape targets per job (scenario monitoring)")
 	chatHosts := flag.String("chat-hosts", "", "comma-separated host names of the chat containers: every hello's replica must be one (scenario scale)")
 	disrupt := flag.String("disrupt", "", "shell command run at the scenario's fault point (failover: with $UPSTREAM set to the replica to kill)")
+	otlpListen := flag.String("otlp-listen", "", "address of the OTLP/HTTP sink the services export their spans to (scenario trace)")
+	logsCmd := flag.String("logs", "", "shell command that prints a service's logs, the service's name appended (scenario trace)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "whole scenario")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: e2e [flags] smoke|balance|scale|failover|persist|monitoring")
+		fmt.Fprintln(os.Stderr, "usage: e2e [flags] smoke|balance|scale|failover|persist|monitoring|trace")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -48,7 +50,8 @@ func main() {
 		os.Exit(2)
 	}
 	s := &stack{base: u, token: *token, channel: *channel, http: &http.Client{Timeout: 15 * time.Second}}
-	r := &runner{stack: s, disrupt: *disrupt, prometheus: *prometheus, wantTargets: *want, chatHosts: map[string]bool{}}
+	r := &runner{stack: s, disrupt: *disrupt, prometheus: *prometheus, wantTargets: *want, chatHosts: map[string]bool{},
+		otlpListen: *otlpListen, logsCmd: *logsCmd}
 	for _, h := range strings.Split(*chatHosts, ",") {
 		if h != "" {
 			r.chatHosts[h] = true
@@ -62,6 +65,7 @@ func main() {
 		"failover":   r.failover,
 		"persist":    r.persist,
 		"monitoring": r.monitoring,
+		"trace":      r.trace,
 	}
 	run, ok := scenarios[flag.Arg(0)]
 	if !ok {
@@ -83,6 +87,8 @@ type runner struct {
 	prometheus     string
 	wantTargets    string
 	chatHosts      map[string]bool
+	otlpListen     string
+	logsCmd        string
 	passed, failed int
 }
 

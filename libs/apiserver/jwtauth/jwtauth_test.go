@@ -25,6 +25,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 var secret = []byte("0123456789abcdef0123456789abcdef")
@@ -79,19 +80,6 @@ func (is *issuer) addKey(k jose.JSONWebKey) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	is.keys = append(is.keys, k)
-}
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func sign(t testing.TB, m jwt.SigningMethod, kid string, key any, claims jwt.MapClaims) string {
@@ -214,14 +202,14 @@ func must(b []byte, err error) []byte {
 }
 
 func TestLeeway(t *testing.T) {
-	c := &clock{t: time.Unix(1_800_000_000, 0)}
-	v := newVerifier(t, jwtauth.Config{Secret: secret, Now: c.now})
-	tok := sign(t, jwt.SigningMethodHS256, "", secret, jwt.MapClaims{"sub": "u1", "exp": c.now().Unix()})
-	c.add(jwtauth.DefaultLeeway - time.Second)
+	c := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	v := newVerifier(t, jwtauth.Config{Secret: secret, Now: c.Now})
+	tok := sign(t, jwt.SigningMethodHS256, "", secret, jwt.MapClaims{"sub": "u1", "exp": c.Now().Unix()})
+	c.Advance(jwtauth.DefaultLeeway - time.Second)
 	if _, err := v.Verify(context.Background(), tok); err != nil {
 		t.Errorf("within the leeway: %v", err)
 	}
-	c.add(2 * time.Second)
+	c.Advance(2 * time.Second)
 	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, jwtauth.ErrExpired) {
 		t.Errorf("past the leeway: %v; want expired", err)
 	}
@@ -231,9 +219,9 @@ func TestLeeway(t *testing.T) {
 // costs one JWKS fetch per RefetchInterval, not one per token.
 func TestUnknownKidFloodFetchesOncePerInterval(t *testing.T) {
 	is := newIssuer(t)
-	c := &clock{t: time.Now()}
-	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.now})
-	ok := sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.now(), "u1"))
+	c := testkit.NewClock(time.Now())
+	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.Now})
+	ok := sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.Now(), "u1"))
 	if _, err := v.Verify(context.Background(), ok); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +231,7 @@ func TestUnknownKidFloodFetchesOncePerInterval(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 250; i++ {
-				tok := sign(t, jwt.SigningMethodRS256, fmt.Sprintf("kid-%d-%d", g, i), is.rsa, claimsAt(c.now(), "u1"))
+				tok := sign(t, jwt.SigningMethodRS256, fmt.Sprintf("kid-%d-%d", g, i), is.rsa, claimsAt(c.Now(), "u1"))
 				if _, err := v.Verify(context.Background(), tok); !errors.Is(err, jwtauth.ErrInvalid) {
 					t.Errorf("unknown kid: %v; want invalid", err)
 					return
@@ -255,9 +243,9 @@ func TestUnknownKidFloodFetchesOncePerInterval(t *testing.T) {
 	if n := is.fetches.Load(); n != 1 {
 		t.Errorf("%d fetches for 2000 unknown kids within one interval; want 1", n)
 	}
-	c.add(jwtauth.DefaultRefetchInterval)
+	c.Advance(jwtauth.DefaultRefetchInterval)
 	for i := 0; i < 100; i++ {
-		_, _ = v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, fmt.Sprintf("again-%d", i), is.rsa, claimsAt(c.now(), "u1")))
+		_, _ = v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, fmt.Sprintf("again-%d", i), is.rsa, claimsAt(c.Now(), "u1")))
 	}
 	if n := is.fetches.Load(); n != 2 {
 		t.Errorf("%d fetches after one more interval; want 2", n)
@@ -267,15 +255,15 @@ func TestUnknownKidFloodFetchesOncePerInterval(t *testing.T) {
 // TestRotatedKeyIsFetched: a kid the issuer added is found by a refetch.
 func TestRotatedKeyIsFetched(t *testing.T) {
 	is := newIssuer(t)
-	c := &clock{t: time.Now()}
-	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.now})
-	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.now(), "u1"))); err != nil {
+	c := testkit.NewClock(time.Now())
+	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.Now})
+	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.Now(), "u1"))); err != nil {
 		t.Fatal(err)
 	}
 	next, _ := rsa.GenerateKey(rand.Reader, 2048)
 	is.addKey(jose.JSONWebKey{Key: &next.PublicKey, KeyID: "rsa2", Algorithm: "RS256", Use: "sig"})
-	c.add(jwtauth.DefaultRefetchInterval)
-	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa2", next, claimsAt(c.now(), "u1"))); err != nil {
+	c.Advance(jwtauth.DefaultRefetchInterval)
+	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa2", next, claimsAt(c.Now(), "u1"))); err != nil {
 		t.Errorf("rotated key: %v", err)
 	}
 }
@@ -284,15 +272,15 @@ func TestRotatedKeyIsFetched(t *testing.T) {
 // the JWKS URL fails, past their max age too.
 func TestStaleKeysServedWhileURLDown(t *testing.T) {
 	is := newIssuer(t)
-	c := &clock{t: time.Now()}
-	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.now})
-	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.now(), "u1"))); err != nil {
+	c := testkit.NewClock(time.Now())
+	v := newVerifier(t, jwtauth.Config{JWKSURL: is.srv.URL, Now: c.Now})
+	if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodRS256, "rsa1", is.rsa, claimsAt(c.Now(), "u1"))); err != nil {
 		t.Fatal(err)
 	}
 	is.down.Store(true)
 	for i := 0; i < 3; i++ {
-		c.add(jwtauth.DefaultKeysMaxAge + time.Second)
-		if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodES256, "ec1", is.ec, claimsAt(c.now(), "u1"))); err != nil {
+		c.Advance(jwtauth.DefaultKeysMaxAge + time.Second)
+		if _, err := v.Verify(context.Background(), sign(t, jwt.SigningMethodES256, "ec1", is.ec, claimsAt(c.Now(), "u1"))); err != nil {
 			t.Errorf("stale key while the URL is down: %v", err)
 		}
 	}

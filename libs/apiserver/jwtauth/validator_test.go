@@ -2,7 +2,6 @@ package jwtauth_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type who struct{ Sub, Via string }
@@ -38,7 +38,7 @@ func server(t testing.TB, v *jwtauth.Verifier) http.Handler {
 		Getenv:         func(string) string { return "" },
 		Env:            "production",
 		RateLimitMax:   1 << 30,
-		Logger:         slog.New(slog.DiscardHandler),
+		Logger:         testkit.Logger(),
 		TokenValidator: jwtauth.Validator(v, fromClaims, local),
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func TestValidatorRefusesWith401(t *testing.T) {
 func TestAcceptsJWTDocumentsTheScheme(t *testing.T) {
 	for _, accepts := range []bool{false, true} {
 		s, err := apiserver.New(apiserver.Config[who]{
-			Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler), AcceptsJWT: accepts,
+			Getenv: func(string) string { return "" }, Logger: testkit.Logger(), AcceptsJWT: accepts,
 			TokenValidator: func(string, *http.Request) apiserver.AuthResult[who] { return apiserver.AuthResult[who]{} },
 		})
 		if err != nil {

@@ -1,7 +1,6 @@
 package openapitest_test
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 type thing struct {
@@ -33,7 +33,7 @@ type badExample struct {
 func server(t *testing.T) http.Handler {
 	t.Helper()
 	off := false // the library's own checks would catch the header lie first
-	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler), ValidateResponses: &off})
+	s, err := apiserver.New(apiserver.Config[struct{}]{Getenv: func(string) string { return "" }, Logger: testkit.Logger(), ValidateResponses: &off})
 	if err != nil {
 		t.Fatal(err)
 	}

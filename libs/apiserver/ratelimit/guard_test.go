@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // failing is a backend that always fails, like Redis when it is down.
@@ -56,7 +58,7 @@ func TestGuardPolicies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
 			tt.cfg.Clock = clock.Now
-			tt.cfg.Logger = slog.New(slog.DiscardHandler)
+			tt.cfg.Logger = testkit.Logger()
 			g := NewGuard(tt.backend, tt.cfg)
 			got, err := g.Allow(context.Background(), "k", l)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
@@ -76,7 +78,7 @@ func TestGuardPolicies(t *testing.T) {
 }
 
 func TestGuardDoesNotBlameBackendForCallerGoingAway(t *testing.T) {
-	g := NewGuard(failing{context.Canceled}, GuardConfig{Logger: slog.New(slog.DiscardHandler)})
+	g := NewGuard(failing{context.Canceled}, GuardConfig{Logger: testkit.Logger()})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := g.Allow(ctx, "k", Limit{Max: 1, Window: time.Second})
@@ -119,7 +121,7 @@ func TestGuardLogsAtMostOncePerInterval(t *testing.T) {
 
 func TestGuardRegistersAsCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	g := NewGuard(failing{errDown}, GuardConfig{Logger: slog.New(slog.DiscardHandler)})
+	g := NewGuard(failing{errDown}, GuardConfig{Logger: testkit.Logger()})
 	reg.MustRegister(g)
 	_, _ = g.Allow(context.Background(), "k", Limit{Max: 1, Window: time.Second})
 	want := `

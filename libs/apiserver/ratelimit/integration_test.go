@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/apistack/platform/libs/apiserver/redistest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // Integration tests against a real redis-server (skipped when it is not
@@ -32,7 +32,7 @@ func newReplica(t *testing.T, url string, cfg RedisConfig, gcfg GuardConfig) *Gu
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcfg.Logger = slog.New(slog.DiscardHandler)
+	gcfg.Logger = testkit.Logger()
 	return NewGuard(r, gcfg)
 }
 

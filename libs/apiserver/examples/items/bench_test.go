@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/examples/items/plaingin/floor"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // seeded is the items example with 10 items stored and its defaults
@@ -20,7 +20,7 @@ import (
 func seeded(b testing.TB) http.Handler {
 	srv, _, err := NewServer(apiserver.Config[struct{}]{
 		APIToken: "bench-token-0123456789", RateLimitMax: 1 << 30,
-		Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(string) string { return "" }, Logger: testkit.Logger(),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -101,7 +101,7 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 	})
 	apiserver.Register(srv, apiserver.Operation{
 		Method: "GET", URL: "/items/:id", Summary: "Get an item", Tags: []string{"items"},
-		Responses: map[int]string{404: "No such item"},
+		Responses: map[int]apiserver.ResponseDoc{404: {Description: "No such item"}},
 	}, func(c *apiserver.Context[struct{}], in *ItemID) (Item, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -127,7 +127,7 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 	})
 	apiserver.Register(srv, apiserver.Operation{
 		Method: "PUT", URL: "/items/:id", Summary: "Replace an item", Tags: []string{"items"},
-		Authenticated: true, Responses: map[int]string{404: "No such item"},
+		Authenticated: true, Responses: map[int]apiserver.ResponseDoc{404: {Description: "No such item"}},
 	}, func(c *apiserver.Context[struct{}], in *UpdateInput) (Item, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -146,7 +146,7 @@ func Routes(srv *apiserver.Server[struct{}], st *Store) {
 	})
 	apiserver.Register(srv, apiserver.Operation{
 		Method: "DELETE", URL: "/items/:id", Summary: "Delete an item", Tags: []string{"items"},
-		Authenticated: true, Responses: map[int]string{404: "No such item"},
+		Authenticated: true, Responses: map[int]apiserver.ResponseDoc{404: {Description: "No such item"}},
 	}, func(c *apiserver.Context[struct{}], in *ItemID) (apiserver.NoBody, error) {
 		st.mu.Lock()
 		defer st.mu.Unlock()

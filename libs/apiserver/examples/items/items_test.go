@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/browsertest"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
 // client sends the tests' requests; newTestServer points it at a
@@ -31,7 +31,7 @@ func newTestServer(t *testing.T) *httptest.Server {
 	srv, _, err := NewServer(apiserver.Config[struct{}]{
 		APIToken: "example-token-0123456789",
 		Getenv:   func(string) string { return "" },
-		Logger:   slog.New(slog.DiscardHandler),
+		Logger:   testkit.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestItemsLifecycle(t *testing.T) {
 // TestExamplesMatchTheirSchemas: every example in the document validates
 // against its own schema (kin-openapi, JSON Schema 2020-12).
 func TestExamplesMatchTheirSchemas(t *testing.T) {
-	srv, _, err := NewServer(apiserver.Config[struct{}]{APIToken: "example-token-0123456789", Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	srv, _, err := NewServer(apiserver.Config[struct{}]{APIToken: "example-token-0123456789", Getenv: func(string) string { return "" }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

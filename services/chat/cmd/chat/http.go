@@ -22,10 +22,10 @@ import (
 )
 
 // newHTTPServer builds the API server on the settings config loaded (the
-// library reads its own variables: RATE_LIMIT_*, CORS_ORIGIN,
-// TRUSTED_PROXIES, ... as DESIGN.md lists) with the process's Redis client
-// for the rate-limit counters, and the process's tracing (nil: off), which Stop flushes.
-func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) string, auth *httpapi.Authenticator, rdb redis.UniversalClient, tp *tracing.Provider) (*apiserver.Server[chat.User], error) {
+// library's RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES, ... among them: it
+// reads no environment of its own) with the process's Redis client for the
+// rate-limit counters, and the process's tracing (nil: off), which Stop flushes.
+func newHTTPServer(cfg config.Config, log *slog.Logger, auth *httpapi.Authenticator, rdb redis.UniversalClient, tp *tracing.Provider) (*apiserver.Server[chat.User], error) {
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		Settings:       &cfg.Settings,
 		Redis:          rdb,
@@ -38,7 +38,6 @@ func newHTTPServer(cfg config.Config, log *slog.Logger, getenv func(string) stri
 		TokenValidator: auth.Validate,
 		AcceptsJWT:     cfg.JWT.Enabled(),
 		Logger:         log,
-		Getenv:         getenv,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("http server: %w", err)
@@ -89,7 +88,7 @@ func runUntilStopped(fn func(context.Context)) (stop func()) {
 
 // serveHTTP declares the API (and live delivery) on the app's server and
 // serves until ctx ends or SIGINT/SIGTERM, draining in-flight requests.
-func serveHTTP(ctx context.Context, app *App, getenv func(string) string) error {
+func serveHTTP(ctx context.Context, app *App) error {
 	if _, err := httpapi.Register(app.HTTP, app.Service); err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}
-	if app.HTTP, err = newHTTPServer(cfg, app.Log, getenv, httpapi.NewAuthenticator(app.Service), app.Redis, app.Tracing); err != nil {
+	if app.HTTP, err = newHTTPServer(cfg, app.Log, httpapi.NewAuthenticator(app.Service), app.Redis, app.Tracing); err != nil {
 		return nil, err
 	}
 	return app, nil
@@ -173,7 +173,7 @@ func serve(ctx context.Context, getenv func(string) string, logw io.Writer) erro
 		// Development only: config refuses a missing token in production.
 		app.Log.Warn("CHAT_ADMIN_TOKEN not set; generated a development token for the broadcaster", "token", app.Config.AdminToken)
 	}
-	err = serveHTTP(ctx, app, getenv) // cmd/chat/http.go: the API, then live delivery
+	err = serveHTTP(ctx, app) // cmd/chat/http.go: the API, then live delivery
 	app.Log.Info("chat stopped")
 	return err
 }

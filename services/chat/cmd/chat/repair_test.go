@@ -49,7 +49,7 @@ func TestClusterRepairRunsWithoutLiveDelivery(t *testing.T) {
 	}
 	bans := func() int {
 		t.Helper()
-		evs, err := app.Store.ReadEvents(ctx, "broken", chat.Cursor{}, 100, 0)
+		evs, err := app.Store.ReadEvents(ctx, "broken", chat.Cursor{}, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
@@ -70,7 +70,7 @@ func newRig(t *testing.T) *rig {
 	t.Helper()
 	mem := memory.New(100)
 	store := &failing{Store: mem}
-	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: slog.New(slog.DiscardHandler)})
+	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: testkit.Logger()})
 	admin, err := svc.Bootstrap(context.Background(), "admin-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func newRig(t *testing.T) *rig {
 	auth := httpapi.NewAuthenticator(svc)
 	env := map[string]string{"PORT": "0"}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{TokenValidator: auth.Validate, RateLimitMax: 1_000_000,
-		Getenv: func(k string) string { return env[k] }, Logger: slog.New(slog.DiscardHandler)})
+		Getenv: func(k string) string { return env[k] }, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func testChannelModeration(t *testing.T, e engine) {
 	wantKind(t, err, chat.KindConflict)
 
 	// The event is in alpha's log, marked as held there only.
-	evs := must[[]chat.Event](t)(c.store.ReadEvents(c.ctx, "alpha", chat.Cursor{}, 100, 0))
+	evs := must[[]chat.Event](t)(c.store.ReadEvents(c.ctx, "alpha", chat.Cursor{}, 100))
 	last := evs[len(evs)-1]
 	if last.Type != chat.EventUserBanned || last.Moderation == nil || last.Moderation.Scope != chat.ScopeChannel ||
 		last.Moderation.User.ID != v.ID || last.Moderation.By.Role != chat.RoleModerator {

@@ -18,7 +18,7 @@ func testEpochs(t *testing.T, e engine) {
 		en.send(v, fmt.Sprintf("m%d", i))
 	}
 	must[chat.Message](t)(en.svc.DeleteMessage(en.ctx, mod, "", 2)) // an event: 5-1
-	evs := must[[]chat.Event](t)(en.store.ReadEvents(en.ctx, "general", chat.Cursor{}, 100, 0))
+	evs := must[[]chat.Event](t)(en.store.ReadEvents(en.ctx, "general", chat.Cursor{}, 100))
 	if len(evs) != 6 {
 		t.Fatalf("%d events, want 6", len(evs))
 	}
@@ -32,7 +32,7 @@ func testEpochs(t *testing.T, e engine) {
 		t.Fatalf("head %s, want the last event's cursor %s", head, evs[5].Cursor)
 	}
 	after := func(c chat.Cursor) ([]chat.Event, error) {
-		return en.store.ReadEvents(en.ctx, "general", c, 100, 0)
+		return en.store.ReadEvents(en.ctx, "general", c, 100)
 	}
 	if got := must[[]chat.Event](t)(after(evs[2].Cursor)); len(got) != 3 || got[0].Cursor != evs[3].Cursor {
 		t.Fatalf("after %s: %d events", evs[2].Cursor, len(got))
@@ -75,9 +75,9 @@ func testEventsAloneAreTrimmed(t *testing.T, e engine) {
 	if head.ID != 0 || head.Seq != 10 {
 		t.Fatalf("head %s, want the tenth event after no message", head)
 	}
-	_, err := en.store.ReadEvents(en.ctx, "quiet", chat.Cursor{}, 100, 0)
+	_, err := en.store.ReadEvents(en.ctx, "quiet", chat.Cursor{}, 100)
 	wantKind(t, err, chat.KindHistoryGone)
-	kept := must[[]chat.Event](t)(en.store.ReadEvents(en.ctx, "quiet", chat.Cursor{Seq: 10 - 2*history}, 100, 0))
+	kept := must[[]chat.Event](t)(en.store.ReadEvents(en.ctx, "quiet", chat.Cursor{Seq: 10 - 2*history}, 100))
 	if len(kept) != 2*history || kept[len(kept)-1].Cursor != head {
 		t.Fatalf("%d events kept after 0-%d, want %d up to the head", len(kept), 10-2*history, 2*history)
 	}

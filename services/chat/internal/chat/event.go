@@ -56,13 +56,13 @@ const ScopeChannel = "channel"
 // gap or a duplicate, on any replica.
 type EventLog interface {
 	// ReadEvents returns up to limit events of channel strictly after
-	// `after`, in channel order. When there are none it waits up to block
-	// (0: do not wait) for the next ones; an empty result with a nil error
-	// means the wait ended. If an event after `after` has already been
-	// trimmed from the history window, or `after` lies beyond the log's end
+	// `after`, in channel order, at once: none (and a nil error) when
+	// there are none yet. Readers learn when to read again from the
+	// engine's feed (FeedSource), never by waiting here. If an event
+	// after `after` has already been trimmed from the history window, or `after` lies beyond the log's end
 	// (the store was reset), it returns an error of KindHistoryGone: the
 	// reader must reload instead of recovering.
-	ReadEvents(ctx context.Context, channel string, after Cursor, limit int, block time.Duration) ([]Event, error)
+	ReadEvents(ctx context.Context, channel string, after Cursor, limit int) ([]Event, error)
 	// Recoverable reports whether every event after `after` is still in the
 	// history window (the answer a WebSocket hello's `recovered` needs).
 	Recoverable(ctx context.Context, channel string, after Cursor) (bool, error)

@@ -75,6 +75,18 @@ func scope(channel string) (string, error) {
 	return NormalizeChannel(channel)
 }
 
+// actorIn is actor where a request acts: in the channel it names
+// (normalised), or platform-wide when it names none, once actor may take
+// action a there. Every request that manages or moderates something owned
+// by a channel or the platform starts here.
+func (s *Service) actorIn(ctx context.Context, actor User, channel string, a Action) (Member, error) {
+	where, err := scope(channel)
+	if err != nil {
+		return Member{}, err
+	}
+	return s.allowedHere(ctx, actor, where, a)
+}
+
 // claimOwner counts a channel against CHAT_MAX_CHANNELS before something
 // it owns (a role, a command, a filter) is stored: what a channel owns is
 // bounded per channel, so the number of channels must be bounded too.
@@ -105,11 +117,21 @@ func (s *Service) requireIn(m Member, a Action) error {
 // requireHere is requireIn for actor in channel (normalised): its role
 // there is read first.
 func (s *Service) requireHere(ctx context.Context, actor User, channel string, a Action) error {
+	_, err := s.allowedHere(ctx, actor, channel, a)
+	return err
+}
+
+// allowedHere is actor as seen in channel (normalised; "" platform-wide),
+// once actor may take action a there.
+func (s *Service) allowedHere(ctx context.Context, actor User, channel string, a Action) (Member, error) {
 	m, err := s.Member(ctx, actor, channel)
 	if err != nil {
-		return err
+		return Member{}, err
 	}
-	return s.requireIn(m, a)
+	if err := s.requireIn(m, a); err != nil {
+		return Member{}, err
+	}
+	return m, nil
 }
 
 // requireOnIn is requireOn inside a channel: both roles are the ones held
@@ -140,11 +162,7 @@ func (s *Service) ChannelRoles(ctx context.Context, actor User, channel string) 
 	if err != nil {
 		return nil, err
 	}
-	am, err := s.Member(ctx, actor, channel)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.requireIn(am, ActionListUsers); err != nil {
+	if err := s.requireHere(ctx, actor, channel, ActionListUsers); err != nil {
 		return nil, err
 	}
 	roles, err := s.store.ChannelRoles(ctx, channel)

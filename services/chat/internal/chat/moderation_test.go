@@ -13,7 +13,7 @@ import (
 // events returns the events of a channel's log, by type.
 func (e *env) events(channel string) map[chat.EventType][]chat.Event {
 	e.t.Helper()
-	evs, err := e.store.ReadEvents(e.ctx, channel, chat.Cursor{}, 10000, 0)
+	evs, err := e.store.ReadEvents(e.ctx, channel, chat.Cursor{}, 10000)
 	if err != nil {
 		e.t.Fatal(err)
 	}

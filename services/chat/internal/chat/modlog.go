@@ -243,11 +243,8 @@ func (s *Service) Purge(ctx context.Context, actor User, channel, id string, in 
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	am, err := s.Member(ctx, actor, channel)
+	am, err := s.allowedHere(ctx, actor, channel, ActionPurgeMessages)
 	if err != nil {
-		return PurgeResult{}, err
-	}
-	if err := s.requireIn(am, ActionPurgeMessages); err != nil {
 		return PurgeResult{}, err
 	}
 	if err := validateReason(in.Reason); err != nil {

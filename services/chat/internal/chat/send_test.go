@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,5 +175,100 @@ func testCommandReadWithTheSend(t *testing.T, e engine) {
 	}
 	if r := en.send(v, "!nothing"); r.Reply != nil {
 		t.Fatalf("an unknown command answered: %+v", r.Reply)
+	}
+}
+
+// appendKeys records the keys of each message append (the script whose
+// first keys are the channel's seq and log) made through a client.
+type appendKeys struct {
+	mu   sync.Mutex
+	last []string
+}
+
+func (a *appendKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (a *appendKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && len(args) > 4 {
+			n, _ := args[2].(int)
+			first, _ := args[3].(string)
+			second, _ := args[4].(string)
+			if strings.HasSuffix(first, ":seq") && strings.HasSuffix(second, ":log") && len(args) >= 3+n {
+				keys := make([]string, n)
+				for i := range keys {
+					keys[i], _ = args[3+i].(string)
+				}
+				a.mu.Lock()
+				a.last = keys
+				a.mu.Unlock()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (a *appendKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// suffixes returns the last append's keys without their channel prefix.
+func (a *appendKeys) suffixes() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, len(a.last))
+	for i, k := range a.last {
+		out[i] = k[strings.LastIndex(k, "}:")+2:]
+	}
+	return strings.Join(out, " ")
+}
+
+// TestSendAppendKeys: a message's append names only the keys it writes.
+// The chatters' set only for a sender not yet seen there (or not read),
+// the raid watch's keys only when it counts the sender: a channel without
+// moderation settings pays nothing for them, and the count still works.
+func TestSendAppendKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	opts, err := redis.ParseURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	keys := &appendKeys{}
+	rdb.AddHook(keys)
+	svc := chat.NewService(redisstore.New(rdb, redisstore.Options{Prefix: "keys:"}), chat.Options{})
+	ctx := context.Background()
+	admin := must[chat.User](t)(svc.Bootstrap(ctx, "admin-token-0123456789"))
+	newViewer := func(name string) chat.User {
+		u, _, err := svc.CreateUser(ctx, admin, chat.CreateUserInput{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	v := newViewer("viewer")
+	send := func(u chat.User, channel, text, want string) {
+		t.Helper()
+		must[chat.SendResult](t)(svc.Send(ctx, chat.Fresh(u), chat.SendInput{Channel: channel, Message: text}))
+		if got := keys.suffixes(); got != want {
+			t.Errorf("%s in %q: append keys %q, want %q", u.Name, channel, got, want)
+		}
+	}
+	send(v, "", "first", "seq log trim deleted seen")
+	send(v, "", "again", "seq log trim deleted") // seen already: nothing to add
+	// The broadcaster skips the modes, so whether it was seen is not read.
+	send(admin, "", "from the top", "seq log trim deleted seen")
+
+	on, two := true, 2
+	must[chat.Channel](t)(svc.UpdateChannel(ctx, admin, "watched", chat.ChannelPatch{AutoShield: &on, AutoShieldFirstChatters: &two}))
+	send(v, "watched", "new here", "seq log trim deleted seen raid shield shieldoff modlog")
+	send(v, "watched", "still here", "seq log trim deleted")
+	// The second first-time chatter trips the shield: the count is kept.
+	w := newViewer("second")
+	send(w, "watched", "me too", "seq log trim deleted seen raid shield shieldoff modlog")
+	c := must[chat.Channel](t)(svc.Channel(ctx, &admin, "watched"))
+	if !c.ShieldOn(time.Now()) {
+		t.Errorf("two first-time chatters with a threshold of 2: no shield (%+v)", c)
 	}
 }

@@ -44,11 +44,7 @@ func (s *Service) UpdateChannel(ctx context.Context, actor User, name string, p 
 	if err != nil {
 		return Channel{}, err
 	}
-	am, err := s.Member(ctx, actor, name)
-	if err != nil {
-		return Channel{}, err
-	}
-	if err := s.requireIn(am, ActionManageChannel); err != nil {
+	if err := s.requireHere(ctx, actor, name, ActionManageChannel); err != nil {
 		return Channel{}, err
 	}
 	c, err := s.store.Channel(ctx, name)

@@ -17,18 +17,8 @@ import (
 // commandScope normalises the scope a request names and checks that actor
 // may manage commands there.
 func (s *Service) commandScope(ctx context.Context, actor User, channel string) (string, error) {
-	where, err := scope(channel)
-	if err != nil {
-		return "", err
-	}
-	am, err := s.Member(ctx, actor, where)
-	if err != nil {
-		return "", err
-	}
-	if err := s.requireIn(am, ActionManageCommands); err != nil {
-		return "", err
-	}
-	return where, nil
+	am, err := s.actorIn(ctx, actor, channel, ActionManageCommands)
+	return am.Channel, err
 }
 
 // CreateCommand adds a bot command (moderators) to a channel or the

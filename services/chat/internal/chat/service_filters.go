@@ -13,18 +13,8 @@ import (
 // filterScope normalises the scope a request names and checks that actor
 // may manage filters there.
 func (s *Service) filterScope(ctx context.Context, actor User, channel string) (string, error) {
-	where, err := scope(channel)
-	if err != nil {
-		return "", err
-	}
-	am, err := s.Member(ctx, actor, where)
-	if err != nil {
-		return "", err
-	}
-	if err := s.requireIn(am, ActionManageFilters); err != nil {
-		return "", err
-	}
-	return where, nil
+	am, err := s.actorIn(ctx, actor, channel, ActionManageFilters)
+	return am.Channel, err
 }
 
 // Filters lists the filters of a channel or of the platform in the order

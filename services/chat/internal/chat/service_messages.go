@@ -202,6 +202,11 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if checkModes && modes.UniqueChat {
 		gates = append(gates, reads.Unique)
 	}
+	// A sender the reads found a chatter here already (the seen set only
+	// grows) is not added again: the append then writes nothing for it.
+	if reads.Chatter != "" && st.ChatterErr == nil && st.Chatter {
+		watch.Chatter = ""
+	}
 	m, err := s.store.AppendSent(ctx, Message{Channel: channel, User: member.Ref(), Text: out.text, CreatedAt: now}, once, watch, gates...)
 	var closed *Error
 	if errors.As(err, &closed) && closed.Kind == KindSlowMode {
@@ -386,11 +391,8 @@ func (s *Service) DeleteMessage(ctx context.Context, actor User, channel string,
 	if err != nil {
 		return Message{}, err
 	}
-	am, err := s.Member(ctx, actor, channel)
+	am, err := s.allowedHere(ctx, actor, channel, ActionDeleteMessages)
 	if err != nil {
-		return Message{}, err
-	}
-	if err := s.requireIn(am, ActionDeleteMessages); err != nil {
 		return Message{}, err
 	}
 	m, err := s.store.Message(ctx, channel, id)

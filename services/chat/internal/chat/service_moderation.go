@@ -58,15 +58,8 @@ type moderation struct {
 
 // input, when not nil, checks the request's input once the actor may act.
 func (s *Service) moderate(ctx context.Context, actor User, id, channel string, a Action, input func() error) (moderation, error) {
-	where, err := scope(channel)
+	am, err := s.actorIn(ctx, actor, channel, a)
 	if err != nil {
-		return moderation{}, err
-	}
-	am, err := s.Member(ctx, actor, where)
-	if err != nil {
-		return moderation{}, err
-	}
-	if err := s.requireIn(am, a); err != nil {
 		return moderation{}, err
 	}
 	if input != nil {
@@ -78,6 +71,7 @@ func (s *Service) moderate(ctx context.Context, actor User, id, channel string, 
 	if err != nil {
 		return moderation{}, err
 	}
+	where := am.Channel
 	tm, err := s.Member(ctx, t, where)
 	if err != nil {
 		return moderation{}, err

@@ -40,12 +40,14 @@ var placeholderJWTSecrets = []string{"dev-jwt-secret-change-me-0123456789abcdef"
 // the Ps the network poller needs.
 const maxWriters = 1024
 
-// Config is everything the chat process needs to start. The library's
-// other variables (RATE_LIMIT_*, CORS_ORIGIN, TRUSTED_PROXIES, ...) are
-// read by apiserver.New, which logs them when it listens.
+// Config is everything the chat process needs to start, read once: the
+// server gets Settings as they are and reads no environment itself. The
+// OTEL_* variables are tracing.Setup's, which cmd/chat calls once.
 type Config struct {
-	// Settings are PORT, HOST, APP_ENV/NODE_ENV, LOG_LEVEL and REDIS_URL
-	// (empty: memory engine).
+	// Settings are the library's variables (apiserver.Settings): PORT,
+	// HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL (empty: memory
+	// engine), API_TOKEN, RATE_LIMIT_*, METRICS_ENABLED, CORS_ORIGIN,
+	// TRUSTED_PROXIES and SHUTDOWN_TIMEOUT.
 	Settings   apiserver.Settings
 	AdminToken string
 	// AdminTokenGenerated is true when AdminToken was made up at start-up
@@ -187,8 +189,8 @@ func (c Config) wsWriters() int {
 	return realtime.DefaultWriters()
 }
 
-// LoadSettings reads only the common settings with chat's defaults: what
-// `chat healthcheck` needs to find the server.
+// LoadSettings reads only the library's settings with chat's defaults:
+// Load's first step, and what `chat healthcheck` needs to find the server.
 func LoadSettings(getenv func(string) string) (apiserver.Settings, error) {
 	return apiserver.LoadSettings(getenv, apiserver.Defaults{Port: DefaultPort})
 }

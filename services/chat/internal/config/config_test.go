@@ -2,8 +2,10 @@ package config
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/services/chat/internal/chat"
@@ -95,24 +97,47 @@ func TestCommonSettingsFollowTheLibrary(t *testing.T) {
 	if c.Settings.LogLevel != slog.LevelWarn || c.Settings.Port != 0 || !c.Production() {
 		t.Fatalf("settings %+v", c.Settings)
 	}
-	_, err = Load(envOf(map[string]string{"PORT": "x", "CHAT_HISTORY": "0", "LOG_LEVEL": "loud"}))
-	for _, k := range []string{"PORT", "CHAT_HISTORY", "LOG_LEVEL"} {
+	_, err = Load(envOf(map[string]string{"PORT": "x", "CHAT_HISTORY": "0", "LOG_LEVEL": "loud", "RATE_LIMIT_WINDOW": "soon", "TRUSTED_PROXIES": "x", "CORS_ORIGIN": "x"}))
+	for _, k := range []string{"PORT", "CHAT_HISTORY", "LOG_LEVEL", "RATE_LIMIT_WINDOW", "TRUSTED_PROXIES", "CORS_ORIGIN"} {
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("error %v does not name %s", err, k)
 		}
 	}
 }
 
+// Load reads the library's variables too, once: the server is given them
+// (Config.Settings) and reads none itself.
+func TestLibrarySettingsAreLoadedHere(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"RATE_LIMIT_MAX": "7", "RATE_LIMIT_WINDOW": "1m", "TRUSTED_PROXIES": "10.0.0.0/8",
+		"CORS_ORIGIN": "https://a.example", "METRICS_ENABLED": "false", "SHUTDOWN_TIMEOUT": "3s", "API_TOKEN": "an-api-token-0123456789"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Settings
+	if s.RateLimitMax != 7 || s.RateLimitWindow != time.Minute || !slices.Equal(s.TrustedProxies, []string{"10.0.0.0/8"}) ||
+		!slices.Equal(s.CORSOrigins, []string{"https://a.example"}) || !s.MetricsDisabled || s.ShutdownTimeout != 3*time.Second || s.APIToken != "an-api-token-0123456789" {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
 func TestLogValueMasksSecrets(t *testing.T) {
-	c, err := Load(envOf(map[string]string{"CHAT_ADMIN_TOKEN": "super-secret-token-1", "REDIS_URL": "redis://user:pw-secret@host:6379/0"}))
+	c, err := Load(envOf(map[string]string{"CHAT_ADMIN_TOKEN": "super-secret-token-1", "REDIS_URL": "redis://user:pw-secret@host:6379/0",
+		"API_TOKEN": "api-secret-token-0123456789", "CHAT_JWT_SECRET": "jwt-secret-0123456789abcdef0123456789", "RATE_LIMIT_MAX": "7"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf strings.Builder
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("chat starting", "config", c)
 	s := buf.String()
-	if strings.Contains(s, "super-secret") || strings.Contains(s, "pw-secret") || !strings.Contains(s, `"redis_url":"redis://***@host:6379/0"`) {
-		t.Fatalf("log line %s", s)
+	for _, secret := range []string{"super-secret", "pw-secret", "api-secret", "jwt-secret"} {
+		if strings.Contains(s, secret) {
+			t.Errorf("the log shows %s: %s", secret, s)
+		}
+	}
+	for _, want := range []string{`"redis_url":"redis://***@host:6379/0"`, `"api_token":"set"`, `"jwt_secret":"***"`, `"admin_token":"***"`, `"rate_limit_max":7`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("log line lacks %s: %s", want, s)
+		}
 	}
 }
 

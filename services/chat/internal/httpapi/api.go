@@ -126,14 +126,18 @@ const (
 	docNotFound     = "No such resource"
 )
 
-func responses(extra map[int]string, authenticated bool) map[int]string {
-	r := map[int]string{http.StatusBadRequest: docBadRequest, http.StatusServiceUnavailable: docUnavailable}
+// responses documents the answers shared by the endpoints and extra's, by description.
+func responses(extra map[int]string, authenticated bool) map[int]apiserver.ResponseDoc {
+	r := map[int]apiserver.ResponseDoc{
+		http.StatusBadRequest:         {Description: docBadRequest},
+		http.StatusServiceUnavailable: {Description: docUnavailable},
+	}
 	if authenticated {
-		r[http.StatusUnauthorized] = docUnauthorized
-		r[http.StatusForbidden] = docForbidden
+		r[http.StatusUnauthorized] = apiserver.ResponseDoc{Description: docUnauthorized}
+		r[http.StatusForbidden] = apiserver.ResponseDoc{Description: docForbidden}
 	}
 	for k, v := range extra {
-		r[k] = v
+		r[k] = apiserver.ResponseDoc{Description: v}
 	}
 	return r
 }

@@ -32,9 +32,6 @@ type channel struct {
 	// message's, or an event's when events alone filled it); a
 	// reader after a cursor below it has missed something.
 	trimmed chat.Cursor
-	// wake is closed and replaced whenever the log grows, waking every
-	// blocked reader at once.
-	wake chan struct{}
 
 	// chatters have sent in the channel; raid holds the first-time
 	// chatters the raid watch counted, by when, and blocked when the
@@ -79,10 +76,7 @@ type Store struct {
 	strikes map[onceKey]strikes
 	// modlogs holds each channel's moderation log (modlog.go).
 	modlogs map[string]*modLog
-	// born is closed and replaced when a channel is created, waking the
-	// readers waiting on a channel that did not exist yet.
-	born  chan struct{}
-	feeds map[*memFeed]struct{}
+	feeds   map[*memFeed]struct{}
 }
 
 // New returns an empty store keeping history messages per channel.
@@ -104,7 +98,6 @@ func New(history int) *Store {
 		sends:     map[string]time.Time{},
 		once:      map[onceKey]*onceRecord{},
 		strikes:   map[onceKey]strikes{},
-		born:      make(chan struct{}),
 		feeds:     map[*memFeed]struct{}{},
 	}
 }
@@ -132,25 +125,22 @@ func (s *Store) cursor(id, seq int64) chat.Cursor {
 func (s *Store) channel(name string) *channel {
 	c, ok := s.channels[name]
 	if !ok {
-		c = &channel{settings: chat.Channel{Name: name}, wake: make(chan struct{}),
+		c = &channel{settings: chat.Channel{Name: name},
 			chatters: map[string]struct{}{}, raid: map[string]time.Time{}, held: map[int64]chat.HeldMessage{}}
 		s.channels[name] = c
-		close(s.born)
-		s.born = make(chan struct{})
 	}
 	return c
 }
 
-// peek returns the channel, or an empty one that is not stored, and the
-// channel whose closing announces the next new channel.
-func (s *Store) peek(name string) (*channel, chan struct{}) {
+// peek returns the channel, or an empty one that is not stored.
+func (s *Store) peek(name string) *channel {
 	if c, ok := s.channels[name]; ok {
-		return c, c.wake
+		return c
 	}
-	return &channel{}, s.born
+	return &channel{}
 }
 
-// append adds ev to c's log (caller holds mu) and wakes the readers.
+// append adds ev to c's log (caller holds mu) and tells the feeds.
 func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 	prev := s.cursor(c.lastID, c.lastSeq)
 	if ev.Type == chat.EventMessage {
@@ -177,8 +167,6 @@ func (s *Store) append(c *channel, ev chat.Event) chat.Event {
 		c.trimmed.Epoch = 0
 		c.log = append([]chat.Event(nil), c.log[over:]...)
 	}
-	close(c.wake)
-	c.wake = make(chan struct{})
 	for f := range s.feeds {
 		if f.watched[ev.Channel] > 0 {
 			e := ev
@@ -335,43 +323,24 @@ func (s *Store) DeleteMessage(_ context.Context, name string, id int64, at time.
 }
 
 // ReadEvents implements chat.EventLog.
-func (s *Store) ReadEvents(ctx context.Context, name string, after chat.Cursor, limit int, block time.Duration) ([]chat.Event, error) {
+func (s *Store) ReadEvents(_ context.Context, name string, after chat.Cursor, limit int) ([]chat.Event, error) {
 	if limit <= 0 {
 		limit = 100
 	}
-	var timer <-chan time.Time
-	for {
-		s.mu.Lock()
-		c, wake := s.peek(name)
-		if !s.recoverable(c, after) {
-			s.mu.Unlock()
-			return nil, chat.ErrHistoryGone
-		}
-		i := sort.Search(len(c.log), func(i int) bool { return after.Less(c.log[i].Cursor) })
-		if i < len(c.log) {
-			n := min(limit, len(c.log)-i)
-			out := make([]chat.Event, n)
-			copy(out, c.log[i:i+n])
-			s.mu.Unlock()
-			return out, nil
-		}
-		s.mu.Unlock()
-		if block <= 0 {
-			return nil, nil
-		}
-		if timer == nil {
-			t := time.NewTimer(block)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-wake:
-		case <-timer:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.peek(name)
+	if !s.recoverable(c, after) {
+		return nil, chat.ErrHistoryGone
 	}
+	i := sort.Search(len(c.log), func(i int) bool { return after.Less(c.log[i].Cursor) })
+	if i == len(c.log) {
+		return nil, nil
+	}
+	n := min(limit, len(c.log)-i)
+	out := make([]chat.Event, n)
+	copy(out, c.log[i:i+n])
+	return out, nil
 }
 
 // recoverable reports whether a reader after `after` missed nothing: no
@@ -391,7 +360,7 @@ func (s *Store) recoverable(c *channel, after chat.Cursor) bool {
 func (s *Store) Recoverable(_ context.Context, name string, after chat.Cursor) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, _ := s.peek(name)
+	c := s.peek(name)
 	return s.recoverable(c, after), nil
 }
 
@@ -399,7 +368,7 @@ func (s *Store) Recoverable(_ context.Context, name string, after chat.Cursor) (
 func (s *Store) Head(_ context.Context, name string) (chat.Cursor, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, _ := s.peek(name)
+	c := s.peek(name)
 	return s.cursor(c.lastID, c.lastSeq), nil
 }
 

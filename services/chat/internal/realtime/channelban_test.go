@@ -14,29 +14,17 @@ import (
 // open and may send; and a role given in a channel applies to an open
 // socket's next frame.
 func TestChannelBanClosesThatChannelsSockets(t *testing.T) {
-	t.Run("redis", func(t *testing.T) {
-		rs := redisServer(t)
-		a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL()})
-		testChannelBan(t, a, b)
-	})
-	t.Run("memory", func(t *testing.T) {
-		r := startReplica(t, replicaConfig{}, testPrefix())
-		testChannelBan(t, r, r)
-	})
+	onEngines(t, testChannelBan)
 }
 
 func testChannelBan(t *testing.T, a, b *replica) {
 	ctx := context.Background()
 	bob, bobTok := a.user(chat.RoleViewer, "bob")
 	_, carolTok := a.user(chat.RoleViewer, "carol")
-	bobOnA := dial(t, a.base, "channel=alpha", bearer(bobTok))
-	bobOnA.hello()
-	bobOnB := dial(t, b.base, "channel=alpha", bearer(bobTok))
-	bobOnB.hello()
-	bobElsewhere := dial(t, b.base, "channel=beta", bearer(bobTok))
-	bobElsewhere.hello()
-	carol := dial(t, b.base, "channel=alpha", bearer(carolTok))
-	carol.hello()
+	bobOnA := join(t, a.base, "alpha", bobTok)
+	bobOnB := join(t, b.base, "alpha", bobTok)
+	bobElsewhere := join(t, b.base, "beta", bobTok)
+	carol := join(t, b.base, "alpha", carolTok)
 
 	// A role given in alpha shows on bob's next frame there, not in beta.
 	if _, err := a.svc.SetChannelRole(ctx, a.admin, "alpha", bob.ID, chat.RoleVIP); err != nil {

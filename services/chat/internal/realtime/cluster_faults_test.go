@@ -293,7 +293,7 @@ func storedAfter(t *testing.T, r *replica, channel string, from chat.Cursor) []i
 	t.Helper()
 	var ids []int64
 	for {
-		evs, err := r.svc.Events().ReadEvents(context.Background(), channel, from, 1000, 0)
+		evs, err := r.svc.Events().ReadEvents(context.Background(), channel, from, 1000)
 		if err != nil {
 			t.Fatalf("read %s's log: %v", channel, err)
 		}

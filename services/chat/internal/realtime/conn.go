@@ -600,7 +600,7 @@ func (c *conn) readHistory(cur chat.Cursor, page int) ([]chat.Event, error) {
 		}
 		ctx, cancel := c.within(5 * time.Second)
 		var evs []chat.Event
-		evs, err = c.hub.log.ReadEvents(ctx, c.channel, cur, page, 0)
+		evs, err = c.hub.log.ReadEvents(ctx, c.channel, cur, page)
 		cancel()
 		if chat.KindOf(err) != chat.KindUnavailable {
 			return evs, err

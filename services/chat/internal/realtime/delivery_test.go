@@ -2,10 +2,10 @@ package realtime
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/memory"
 )
@@ -13,7 +13,7 @@ import (
 // testRoom is a started room at pos with subscribers a and b, over log.
 func testRoom(t *testing.T, log chat.EventLog, pos chat.Cursor) (*room, *conn, *conn) {
 	t.Helper()
-	h := &Hub{log: log, opts: Options{QueueSize: 1000, Batch: 64, ReadLimit: 100}, metrics: newMetrics(), logger: slog.New(slog.DiscardHandler)}
+	h := &Hub{log: log, opts: Options{QueueSize: 1000, Batch: 64, ReadLimit: 100}, metrics: newMetrics(), logger: testkit.Logger()}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	t.Cleanup(h.cancel)
 	r := newRoom(h, "c")
@@ -102,7 +102,7 @@ func TestGapInNoticesIsFilledFromTheLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := store.ReadEvents(ctx, "c", chat.Cursor{}, 100, 0)
+	all, err := store.ReadEvents(ctx, "c", chat.Cursor{}, 100)
 	if err != nil || len(all) != 6 {
 		t.Fatalf("log: %d events, %v", len(all), err)
 	}
@@ -170,8 +170,8 @@ func (s slowHead) Head(ctx context.Context, channel string) (chat.Cursor, error)
 // join it; the join completes once the store answers.
 func TestRoomBeingJoinedIsNotStoppedAsIdle(t *testing.T) {
 	store := slowHead{Store: memory.New(10), release: make(chan struct{})}
-	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: slog.New(slog.DiscardHandler)})
-	h, err := NewHub(svc, Sources{Feed: store, Users: store}, Options{RoomLinger: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: testkit.Logger()})
+	h, err := NewHub(svc, Sources{Feed: store, Users: store}, Options{RoomLinger: time.Millisecond, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

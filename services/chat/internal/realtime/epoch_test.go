@@ -31,7 +31,7 @@ func TestRecoveryChecksTheCursor(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			evs, err := r.store.ReadEvents(ctx, "general", chat.Cursor{}, 10, 0)
+			evs, err := r.store.ReadEvents(ctx, "general", chat.Cursor{}, 10)
 			if err != nil || len(evs) != 3 {
 				t.Fatal(evs, err)
 			}
@@ -83,7 +83,7 @@ func TestLiveSubscribersOfALostTailReload(t *testing.T) {
 		send(fmt.Sprintf("m%d", i))
 	}
 	c.messages(5)
-	evs, err := r.store.ReadEvents(ctx, "general", chat.Cursor{}, 10, 0)
+	evs, err := r.store.ReadEvents(ctx, "general", chat.Cursor{}, 10)
 	if err != nil || len(evs) != 5 {
 		t.Fatal(evs, err)
 	}

@@ -90,8 +90,7 @@ func TestRefreshRefusals(t *testing.T) {
 	if code := c.waitClosed(); code != realtime.CloseTokenExpired {
 		t.Fatalf("closed with %d; want %d", code, realtime.CloseTokenExpired)
 	}
-	local := dial(t, r.base, "channel=general", bearer(adminToken))
-	local.hello()
+	local := join(t, r.base, "general", adminToken)
 	if e := local.request(map[string]any{"type": "refresh", "token": platformToken(t, "dave", time.Now().Add(time.Hour))}); e.Type != "error" || e.Code != "bad_request" {
 		t.Errorf("refresh on a chat-token socket: %+v", e)
 	}

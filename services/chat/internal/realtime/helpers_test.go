@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -106,7 +105,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 			store = memory.New(cfg.history)
 		}
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: slog.New(slog.DiscardHandler), Identities: cfg.identities, Now: cfg.now})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: testkit.Logger(), Identities: cfg.identities, Now: cfg.now})
 	admin, err := svc.Bootstrap(context.Background(), adminToken)
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)
@@ -117,7 +116,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 	}
 	srv, err := apiserver.New(apiserver.Config[chat.User]{
 		Getenv:         func(k string) string { return env[k] },
-		Logger:         slog.New(slog.DiscardHandler),
+		Logger:         testkit.Logger(),
 		Redis:          rdb,
 		RateLimitAllow: []string{"127.0.0.0/8"},
 		CORSOrigin:     cfg.cors,

@@ -285,8 +285,7 @@ func TestOneTokenCannotFillTheReplica(t *testing.T) {
 
 	var mine []*client
 	for i := 0; i < limits.MaxSocketsPerUser; i++ {
-		c := dial(t, r.base, "channel=general", bearer(tok))
-		c.hello()
+		c := join(t, r.base, "general", tok)
 		mine = append(mine, c)
 	}
 	if status, reason := refusalVia(t, http.DefaultClient, r.base, "channel=general", bearer(tok)); status != http.StatusTooManyRequests || reason != "too_many_sockets_per_user" {
@@ -333,8 +332,7 @@ func TestAuthFrameOverTheUserLimitKeepsTheSocketAnonymous(t *testing.T) {
 	limits := realtime.Limits{MaxSockets: 20, MaxSocketsPerUser: 1}
 	r := startReplica(t, replicaConfig{publicRead: true, opts: realtime.Options{Limits: &limits}}, testPrefix())
 	u, tok := r.user(chat.RoleViewer, "twice")
-	first := dial(t, r.base, "channel=general", bearer(tok))
-	first.hello()
+	first := join(t, r.base, "general", tok)
 	c := dial(t, r.base, "channel=general", nil)
 	c.hello()
 	if e := c.auth(tok); e.Type != "error" || e.Status != http.StatusTooManyRequests || e.Reason != "too_many_sockets_per_user" {

@@ -65,12 +65,12 @@ func Mount(srv *apiserver.Server[chat.User], svc *chat.Service, src Sources, opt
 		Status: http.StatusSwitchingProtocols,
 		// Connection attempts count against the client's global limit like
 		// any request; RATE_LIMIT_ALLOW exempts load tests.
-		Responses: map[int]string{
-			http.StatusUnauthorized:       "Malformed Authorization header, or unknown token",
-			http.StatusForbidden:          "Origin not allowed",
-			http.StatusUpgradeRequired:    "Not a WebSocket handshake",
-			http.StatusTooManyRequests:    "Too many sockets for this user, from this address or its network, or sockets on too many channels from this address (CHAT_WS_MAX_SOCKETS_PER_USER, CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`",
-			http.StatusServiceUnavailable: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets, or anonymous sockets hold all but the share kept for users with a token (CHAT_WS_USER_RESERVE_PERCENT); see `reason`",
+		Responses: map[int]apiserver.ResponseDoc{
+			http.StatusUnauthorized:       {Description: "Malformed Authorization header, or unknown token"},
+			http.StatusForbidden:          {Description: "Origin not allowed"},
+			http.StatusUpgradeRequired:    {Description: "Not a WebSocket handshake"},
+			http.StatusTooManyRequests:    {Description: "Too many sockets for this user, from this address or its network, or sockets on too many channels from this address (CHAT_WS_MAX_SOCKETS_PER_USER, CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_MAX_CHANNELS_PER_IP); see `reason` and `Retry-After`"},
+			http.StatusServiceUnavailable: {Description: "The token could not be checked (store unavailable), or this replica holds CHAT_WS_MAX_SOCKETS sockets, or anonymous sockets hold all but the share kept for users with a token (CHAT_WS_USER_RESERVE_PERCENT); see `reason`"},
 		},
 	}, func(c *apiserver.Context[chat.User], in *wsInput) (apiserver.NoBody, error) {
 		return apiserver.NoBody{}, h.accept(c.Context, in, origins, srv.ClientKey(c.Request))

@@ -18,8 +18,7 @@ func TestPingsKeepALivePeerAndDropADeadOne(t *testing.T) {
 	r := startReplica(t, replicaConfig{publicRead: true, opts: realtime.Options{
 		PingInterval: time.Second, PongTimeout: 1500 * time.Millisecond}}, testPrefix())
 	_, token := r.user(chat.RoleViewer, "pinged")
-	live := dial(t, r.base, "channel=pings", bearer(token))
-	live.hello()
+	live := join(t, r.base, "pings", token)
 	rawUpgrade(t, r.base, "channel=pings") // answers nothing
 	deadline := time.Now().Add(3 * wait)
 	for r.hub.Connections() != 1 && time.Now().Before(deadline) {
@@ -53,8 +52,7 @@ func TestASocketThatSentHoldsNoGoroutine(t *testing.T) {
 	}
 	r := startReplica(t, replicaConfig{publicRead: true}, testPrefix())
 	_, token := r.user(chat.RoleViewer, "sender")
-	c := dial(t, r.base, "channel=quiet", bearer(token))
-	c.hello()
+	c := join(t, r.base, "quiet", token)
 	before := settledGoroutines()
 	for i := range 5 {
 		if ack := c.send(fmt.Sprintf("message %d", i)); ack.Type != "ack" {

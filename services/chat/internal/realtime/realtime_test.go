@@ -27,6 +27,29 @@ func twoReplicas(t *testing.T, cfg replicaConfig) (*replica, *replica) {
 	return a, b
 }
 
+// onEngines runs test on the Redis engine, a and b two replicas sharing
+// one server, and on the memory engine, a and b the same replica: what
+// must hold across replicas must hold within one.
+func onEngines(t *testing.T, test func(t *testing.T, a, b *replica)) {
+	t.Run("redis", func(t *testing.T) {
+		rs := redisServer(t)
+		a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL()})
+		test(t, a, b)
+	})
+	t.Run("memory", func(t *testing.T) {
+		r := startReplica(t, replicaConfig{}, testPrefix())
+		test(t, r, r)
+	})
+}
+
+// join opens a socket on channel as the user of token and reads its hello.
+func join(t *testing.T, base, channel, token string) *client {
+	t.Helper()
+	c := dial(t, base, "channel="+channel, bearer(token))
+	c.hello()
+	return c
+}
+
 func bearer(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
 
 func TestHelloWithoutSinceIsNotRecoveredAndStartsAtHead(t *testing.T) {
@@ -385,8 +408,7 @@ func testCrossReplicaOrder(t *testing.T, redisURL string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := dial(t, r.base, "channel=xr", bearer(adminToken))
-			s.hello()
+			s := join(t, r.base, "xr", adminToken)
 			for i := 0; i < perSender; i++ {
 				if e := s.send(fmt.Sprintf("%s-%d", r.hub.ReplicaID(), i)); e.Type != "ack" {
 					t.Errorf("send: %+v", e)
@@ -463,8 +485,7 @@ func TestRedisRestartMidStream(t *testing.T) {
 		c.hello()
 		subs = append(subs, c)
 	}
-	sender := dial(t, a.base, "channel=outage", bearer(adminToken))
-	sender.hello()
+	sender := join(t, a.base, "outage", adminToken)
 	var acked []int64
 	unavailable := 0
 	send := func(i int) {

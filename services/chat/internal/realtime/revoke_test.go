@@ -15,15 +15,7 @@ import (
 // deleted user's sockets close with 4003 and a banned user's with 4004, on
 // every replica, while everyone else's stay open and keep receiving.
 func TestDeletedAndBannedUsersSocketsClose(t *testing.T) {
-	t.Run("redis", func(t *testing.T) {
-		rs := redisServer(t)
-		a, b := twoReplicas(t, replicaConfig{redisURL: rs.URL()})
-		testRevocations(t, a, b)
-	})
-	t.Run("memory", func(t *testing.T) {
-		r := startReplica(t, replicaConfig{}, testPrefix())
-		testRevocations(t, r, r)
-	})
+	onEngines(t, testRevocations)
 }
 
 func testRevocations(t *testing.T, a, b *replica) {
@@ -31,14 +23,10 @@ func testRevocations(t *testing.T, a, b *replica) {
 	alice, aliceTok := a.user(chat.RoleViewer, "alice")
 	bob, bobTok := a.user(chat.RoleViewer, "bob")
 	_, carolTok := a.user(chat.RoleViewer, "carol")
-	aliceWS := dial(t, b.base, "channel=general", bearer(aliceTok))
-	aliceWS.hello()
-	bobOnA := dial(t, a.base, "channel=general", bearer(bobTok))
-	bobOnA.hello()
-	bobOnB := dial(t, b.base, "channel=other", bearer(bobTok))
-	bobOnB.hello()
-	carol := dial(t, b.base, "channel=general", bearer(carolTok))
-	carol.hello()
+	aliceWS := join(t, b.base, "general", aliceTok)
+	bobOnA := join(t, a.base, "general", bobTok)
+	bobOnB := join(t, b.base, "other", bobTok)
+	carol := join(t, b.base, "general", carolTok)
 
 	if err := a.svc.DeleteUser(ctx, a.admin, alice.ID); err != nil {
 		t.Fatal(err)
@@ -108,14 +96,10 @@ func TestRevocationMissedWhileFeedDownIsRechecked(t *testing.T) {
 	if _, err := b.svc.Unban(ctx, b.admin, bob.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	aliceWS := dial(t, a.base, "channel=general", bearer(aliceTok))
-	aliceWS.hello()
-	bobWS := dial(t, a.base, "channel=other", bearer(bobTok))
-	bobWS.hello()
-	carol := dial(t, a.base, "channel=general", bearer(carolTok))
-	carol.hello()
-	daveWS := dial(t, a.base, "channel=general", bearer(daveTok))
-	daveWS.hello()
+	aliceWS := join(t, a.base, "general", aliceTok)
+	bobWS := join(t, a.base, "other", bobTok)
+	carol := join(t, a.base, "general", carolTok)
+	daveWS := join(t, a.base, "general", daveTok)
 
 	rs.Restart()
 	if err := rs.WaitReady(ctx); err != nil {

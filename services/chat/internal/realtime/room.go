@@ -253,7 +253,7 @@ func (r *room) catchUp() {
 		pos := r.pos
 		r.mu.Unlock()
 		h.metrics.logReads.Inc()
-		evs, err := h.log.ReadEvents(r.ctx, r.name, pos, h.opts.ReadLimit, 0)
+		evs, err := h.log.ReadEvents(r.ctx, r.name, pos, h.opts.ReadLimit)
 		switch {
 		case err == nil:
 			if len(evs) > 0 {

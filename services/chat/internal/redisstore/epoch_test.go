@@ -29,7 +29,7 @@ func TestLostTailIsNoticedByEpoch(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				send(fmt.Sprintf("m%d", i))
 			}
-			evs, err := s.ReadEvents(ctx, "general", chat.Cursor{}, 100, 0)
+			evs, err := s.ReadEvents(ctx, "general", chat.Cursor{}, 100)
 			if err != nil || len(evs) != 5 {
 				t.Fatal(evs, err)
 			}
@@ -63,11 +63,11 @@ func TestLostTailIsNoticedByEpoch(t *testing.T) {
 			for i := 1; i <= 3; i++ {
 				send(fmt.Sprintf("after the loss %d", i)) // ids 4..6 (1..3 after a reset)
 			}
-			_, err = s.ReadEvents(ctx, "general", seen, 100, 0)
+			_, err = s.ReadEvents(ctx, "general", seen, 100)
 			if chat.KindOf(err) != chat.KindHistoryGone {
 				t.Fatalf("after %s (lost): %v, want the history gone", seen, err)
 			}
-			got, err := s.ReadEvents(ctx, "general", kept, 100, 0)
+			got, err := s.ReadEvents(ctx, "general", kept, 100)
 			switch {
 			case reset && chat.KindOf(err) != chat.KindHistoryGone:
 				t.Fatalf("after %s (reset): %v, want the history gone", kept, err)

@@ -23,10 +23,20 @@ import (
 // Everything of a channel is in its slot; strikes are with the users,
 // since a strike changes the user in the same script.
 
-// raidKeys are the keys of the channel's chatters and raid watch, in
-// appendMessage's order: seen, raid, shield, shieldoff, modlog.
-func (s *Store) raidKeys(ch string) []string {
-	return []string{s.ck(ch, "seen"), s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"), s.modKey(ch)}
+// appendKeys are appendMessage's keys for a message of ch watched by w:
+// the log's, then the chatters' set only with a chatter to add, and the
+// raid watch's (raid, shield, shieldoff, modlog) only when it counts one
+// (raidArgs): a send that counts no raid names none of them.
+func (s *Store) appendKeys(ch string, w chat.Watch) []string {
+	keys := []string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}
+	if w.Chatter == "" {
+		return keys
+	}
+	keys = append(keys, s.ck(ch, "seen"))
+	if w.Raid == nil {
+		return keys
+	}
+	return append(keys, s.ck(ch, "raid"), s.ck(ch, "shield"), s.ck(ch, "shieldoff"), s.modKey(ch))
 }
 
 // raidArgs are raidWatch's arguments for w: threshold, window ms, quiet

@@ -44,7 +44,7 @@ func TestClusterModerationEventIsNeverLost(t *testing.T) {
 	}
 	bans := func(channel string) int {
 		t.Helper()
-		evs, err := s.ReadEvents(ctx, channel, chat.Cursor{}, 100, 0)
+		evs, err := s.ReadEvents(ctx, channel, chat.Cursor{}, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

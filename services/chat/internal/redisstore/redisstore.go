@@ -25,11 +25,10 @@ var _ chat.Store = (*Store)(nil)
 
 // Store is the Redis engine.
 type Store struct {
-	rdb      redis.UniversalClient
-	blocking redis.UniversalClient
-	owned    []redis.UniversalClient
-	history  int
-	prefix   string
+	rdb     redis.UniversalClient
+	owned   []redis.UniversalClient
+	history int
+	prefix  string
 	// cluster: rdb is a Redis Cluster client; scripts never span slots.
 	cluster bool
 }
@@ -40,10 +39,6 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
-	// Blocking serves the blocking reads of ReadEvents (XREAD BLOCK),
-	// which live delivery does not make (its feed says when to read): each
-	// blocked read holds a connection. Default: the main client.
-	Blocking redis.UniversalClient
 }
 
 // New wraps a client. The Store does not own rdb unless built by Open.
@@ -54,11 +49,8 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = "chat:"
 	}
-	if opts.Blocking == nil {
-		opts.Blocking = rdb
-	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Store{rdb: rdb, blocking: opts.Blocking, history: opts.History, prefix: opts.Prefix, cluster: cluster}
+	return &Store{rdb: rdb, history: opts.History, prefix: opts.Prefix, cluster: cluster}
 }
 
 // Open connects to the Redis named by a REDIS_URL (one server, Sentinel or
@@ -289,7 +281,7 @@ func (s *Store) AppendSent(ctx context.Context, m chat.Message, once chat.Once, 
 	if err != nil {
 		return chat.Message{}, err
 	}
-	keys := append([]string{s.ck(ch, "seq"), s.ck(ch, "log"), s.ck(ch, "trim"), s.ck(ch, "deleted")}, s.raidKeys(ch)...)
+	keys := s.appendKeys(ch, w)
 	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap())...)
 	if once.Set() {
 		keys = append(keys, s.onceKey(ch, once.Key))
@@ -459,11 +451,9 @@ func (s *Store) DeleteMessage(ctx context.Context, channel string, id int64, at 
 	return t, nil
 }
 
-// ReadEvents implements chat.EventLog. It reads with XRANGE first and only
-// then blocks with XREAD from the same id, so nothing between the two is
-// skipped; the trim mark is read in the same transaction as the entries,
-// and again after a blocking read, to tell a gap from a quiet channel.
-func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Cursor, limit int, block time.Duration) ([]chat.Event, error) {
+// ReadEvents implements chat.EventLog. The trim mark is read in the same
+// transaction as the entries, to tell a gap from a quiet channel.
+func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Cursor, limit int) ([]chat.Event, error) {
 	if limit <= 0 {
 		limit = 100
 	}
@@ -486,24 +476,6 @@ func (s *Store) ReadEvents(ctx context.Context, channel string, after chat.Curso
 		return nil, chat.ErrHistoryGone
 	}
 	xs := xr.Val()
-	if len(xs) == 0 && block > 0 {
-		streams, err := s.blocking.XRead(ctx, &redis.XReadArgs{Streams: []string{log, cursorID(after)}, Count: int64(limit), Block: block}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fail("wait for events", err)
-		}
-		if len(streams) > 0 {
-			xs = streams[0].Messages
-		}
-		if len(xs) > 0 {
-			mark, err := s.rdb.Get(ctx, s.ck(channel, "trim")).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, fail("read events", err)
-			}
-			if after.Less(parseMark(mark)) {
-				return nil, chat.ErrHistoryGone
-			}
-		}
-	}
 	out := make([]chat.Event, 0, len(xs))
 	for _, x := range xs {
 		ev, err := decode(channel, x)

@@ -69,7 +69,7 @@ func TestStoppedServerIsUnavailable(t *testing.T) {
 		"create": s.CreateUser(ctx, chat.User{ID: "x", Name: "x", Role: chat.RoleViewer}),
 	}
 	_, checks["append"] = s.AppendMessage(ctx, chat.Message{Channel: "general", Text: "x"}, chat.Once{})
-	_, checks["read"] = s.ReadEvents(ctx, "general", chat.Cursor{}, 10, time.Second)
+	_, checks["read"] = s.ReadEvents(ctx, "general", chat.Cursor{}, 10)
 	_, checks["gate"] = s.Acquire(ctx, time.Now(), chat.Gate{Channel: "general", Key: "k", For: time.Second})
 	for op, err := range checks {
 		if chat.KindOf(err) != chat.KindUnavailable {

@@ -22,20 +22,29 @@ import "github.com/redis/go-redis/v9"
 // A user's message (chat.Watch) makes its sender a chatter of the
 // channel (the seen set) and, as a first-time chatter, is counted by the
 // raid watch (raidWatch) after the append.
-// KEYS: seq, log, trim, deleted, seen, raid, shield, shieldoff, modlog,
-// [record], then gates. ARGV: history, event json, live channel, now ms,
-// part ("" for none), fingerprint, record ms, chatter ("" for none), raid
-// threshold (0: no count), raid window ms, shield quiet ms, shield event
-// json, shield's moderation log entry json, log cap, then one duration
-// ms per gate. Returns {id, 0}, {0, wait
-// ms} when a gate is closed, or {0, -1} when the record holds the part.
+// Only the keys a send touches are passed (appendKeys): most sends count
+// no raid, and a bot reply or a known chatter adds nobody to the seen set.
+// KEYS: seq, log, trim, deleted, [seen, with a chatter, then raid,
+// shield, shieldoff, modlog, with a raid threshold], [record], then
+// gates. ARGV: history, event json, live channel, now ms, part ("" for
+// none), fingerprint, record ms, chatter ("" for none), raid threshold
+// (0: no count; only with a chatter), raid window ms, shield quiet ms,
+// shield event json, shield's moderation log entry json, log cap, then
+// one duration ms per gate. Returns {id, 0}, {0, wait ms} when a gate is
+// closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
 local logk, edata = KEYS[2], ARGV[2]
-local part = ARGV[5]
-local first, darg, now = 10, 15, tonumber(ARGV[4])
+local part, chatter = ARGV[5], ARGV[8]
+local darg, now, rthr = 15, tonumber(ARGV[4]), tonumber(ARGV[9])
+local first = 5
+local seenk, raidk, shieldk, offk, modk
+if chatter ~= '' then
+  seenk, first = KEYS[5], 6
+  if rthr > 0 then raidk, shieldk, offk, modk, first = KEYS[6], KEYS[7], KEYS[8], KEYS[9], 10 end
+end
 local rec
 if part ~= '' then
-  rec, first = KEYS[10], 11
+  rec, first = KEYS[first], first + 1
   if redis.call('HEXISTS', rec, part) == 1 then return {0, -1} end
 end
 ` + passGates + `
@@ -59,11 +68,9 @@ if rec then
   redis.call('PEXPIRE', rec, ARGV[7])
 end
 redis.call('SPUBLISH', ARGV[3], prev .. ' ' .. id .. '-0.' .. epoch .. ' ' .. ARGV[2])
-local chatter = ARGV[8]
-if chatter ~= '' then redis.call('SADD', KEYS[5], chatter) end
+if chatter ~= '' then redis.call('SADD', seenk, chatter) end
 local seqk, trimk, delk, live, cap = KEYS[1], KEYS[3], KEYS[4], ARGV[3], ARGV[14]
-local raidk, shieldk, offk, modk = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local rthr, rwin, rquiet, revent, mentry = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], ARGV[13]
+local rwin, rquiet, revent, mentry = tonumber(ARGV[10]), tonumber(ARGV[11]), ARGV[12], ARGV[13]
 ` + raidWatch + `
 return {id, 0}
 `)

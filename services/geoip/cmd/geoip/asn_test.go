@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
@@ -51,7 +51,7 @@ func writeASN(t *testing.T, path, org string) {
 // GEOIP_ASN_DB fills asn and org, in every format, and a new file is answered after a
 // reload; without it the fields are empty and /docs says why.
 func TestASNDatabase(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+	log := testkit.Logger()
 	reg := apiserver.NewRegistry() // one registry, as serve makes: both databases' metrics on /metrics
 	db, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: log})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestASNDatabase(t *testing.T) {
 		b, _ := io.ReadAll(w.Body)
 		return string(b)
 	}
-	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Registry: reg, Getenv: httpEnv(nil)})
+	srv, _, err := newHTTPServer(config.Config{}, db, asnDB, httpDeps{Log: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestASNDatabase(t *testing.T) {
 		t.Errorf("a missing ASN file: %v", err)
 	}
 
-	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log, Getenv: httpEnv(nil)})
+	plain, _, err := newHTTPServer(config.Config{}, db, nil, httpDeps{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

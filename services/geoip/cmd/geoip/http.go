@@ -24,16 +24,14 @@ type httpDeps struct {
 	Registry *prometheus.Registry
 	// Redis holds the rate-limit counters (nil: in memory); serve owns it.
 	Redis redis.UniversalClient
-	// Getenv is what the library reads its own variables through
-	// (TRUSTED_PROXIES, CORS_ORIGIN, RATE_LIMIT_*, ...).
-	Getenv func(string) string
 	// Keys are GEOIP_KEYS_FILE's (nil when unset).
 	Keys *httpapi.Keys
 	// Tracing is the OTEL_* tracing (nil: off); the server flushes it on Stop.
 	Tracing *tracing.Provider
 }
 
-// newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded, and
+// newHTTPServer builds the API server on libs/apiserver with the settings cfg loaded (the
+// library's variables among them: it reads no environment of its own), and
 // the answer engine it serves, answering from db (and asnDB when there is one).
 func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) (*apiserver.Server[struct{}], *answer.Engine, error) {
 	srv, err := apiserver.New(apiserver.Config[struct{}]{
@@ -50,7 +48,6 @@ func newHTTPServer(cfg config.Config, db, asnDB *dbfile.Manager, deps httpDeps) 
 			{Name: "caller", Description: "Location of the caller's own address"},
 		},
 		Logger: deps.Log,
-		Getenv: deps.Getenv,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
@@ -24,14 +24,14 @@ func TestHTTPServerWiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
+	log := testkit.Logger()
 	reg := apiserver.NewRegistry()
 	db, _, err := openDatabase(cfg, log, reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	srv, answers, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg, Getenv: env})
+	srv, answers, err := newHTTPServer(cfg, db, nil, httpDeps{Log: log, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ Environment (serve):
   GEOIP_UPDATE_DIR          where downloads go when GEOIP_DB is unset (user cache dir)
   GEOIP_CACHE_MAX_AGE       Cache-Control max-age of explicit-address answers (1h)
   GEOIP_CACHE_SIZE          answers of hot addresses kept in memory, 0 to disable (65536)
-  GOGC, GOMEMLIMIT          the Go collector (geoip's defaults: 400, and 3 KiB per cached
+  GOGC, GOMEMLIMIT          the Go collector (geoip's defaults: 200, and 3 KiB per cached
                             answer, at least 64 MiB)
   PORT, HOST                where to listen (3001, 127.0.0.1); healthcheck reads PORT
   APP_ENV (or NODE_ENV)     development or production (development)
@@ -238,7 +238,7 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			return nil, err
 		}
 	}
-	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Getenv: getenv, Keys: keys, Tracing: app.Tracing}); err != nil {
+	if app.HTTP, app.Answers, err = newHTTPServer(cfg, app.DB, app.ASN, httpDeps{Log: app.Log, Registry: app.Registry, Redis: app.Redis, Keys: keys, Tracing: app.Tracing}); err != nil {
 		return nil, err
 	}
 	if cfg.OverridesPath != "" {

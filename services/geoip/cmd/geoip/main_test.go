@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -136,7 +136,7 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	db, up, err := openDatabase(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg, tz.New())
+	db, up, err := openDatabase(cfg, testkit.Logger(), reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}

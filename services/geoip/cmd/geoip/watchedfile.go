@@ -11,6 +11,7 @@ import (
 
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/apikeys"
+	"github.com/apistack/platform/services/geoip/internal/filewatch"
 	"github.com/apistack/platform/services/geoip/internal/httpapi"
 )
 
@@ -28,21 +29,7 @@ type watchedFile struct {
 	apply    func(data []byte) ([]any, error)
 	log      *slog.Logger
 	interval time.Duration
-	loaded   fileStat // the file's stat when last read, loaded or refused
-}
-
-// fileStat tells a changed file from the one read, as the databases' watcher does.
-type fileStat struct {
-	mod  time.Time
-	size int64
-}
-
-func statFile(path string) (fileStat, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStat{}, err
-	}
-	return fileStat{mod: fi.ModTime(), size: fi.Size()}, nil
+	loaded   filewatch.Stat // the file's stat when last read, loaded or refused
 }
 
 // openWatched loads the file; one that cannot be read or is refused stops the start, as a
@@ -84,8 +71,7 @@ func openKeys(path string, keys *httpapi.Keys, interval time.Duration, log *slog
 
 // load reads the file (at most maxSize bytes) and swaps it in.
 func (f *watchedFile) load() error {
-	st, _ := statFile(f.path)
-	f.loaded = st
+	f.loaded, _ = filewatch.StatOf(f.path)
 	file, err := os.Open(f.path)
 	if err != nil {
 		return err
@@ -108,34 +94,16 @@ func (f *watchedFile) load() error {
 
 // Watch reloads the file on each value of hup and when it has changed, until ctx ends.
 func (f *watchedFile) Watch(ctx context.Context, hup <-chan os.Signal) {
-	var tick <-chan time.Time
-	if f.interval > 0 {
-		t := time.NewTicker(f.interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var pending fileStat
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case sig := <-hup:
-			f.log.Info("reloading "+f.what+" on signal", "signal", fmt.Sprint(sig))
+	var settle filewatch.Settle
+	filewatch.Loop(ctx, hup, f.interval, func(sig os.Signal) {
+		f.log.Info("reloading "+f.what+" on signal", "signal", fmt.Sprint(sig))
+		f.reload()
+	}, func() {
+		if st, err := filewatch.StatOf(f.path); settle.Changed(st, err, f.loaded) {
+			f.log.Info(f.what + " file changed; reloading")
 			f.reload()
-		case <-tick:
-			st, err := statFile(f.path)
-			switch {
-			case err != nil || st == f.loaded:
-				pending = fileStat{}
-			case st != pending:
-				pending = st // changed: read it once it has stayed so for an interval
-			default:
-				f.log.Info(f.what + " file changed; reloading")
-				f.reload()
-				pending = fileStat{}
-			}
 		}
-	}
+	})
 }
 
 func (f *watchedFile) reload() {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/config"
 	"github.com/apistack/platform/services/geoip/internal/tz"
 )
@@ -23,7 +22,7 @@ import (
 // does a flat DB-IP MMDB, whose zones are named when it loads. A database without zone
 // names otherwise (a GeoIP2-layout MMDB) gets them loaded in the background.
 func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := testkit.Logger()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -73,8 +73,8 @@ func (noLease) Release() {}
 // Options tune the engine; the zero value is usable.
 type Options struct {
 	// CacheSize bounds the cache of encoded answers (default 65536 addresses; negative
-	// disables it), and twice as many the cache of encoded locations (see fragmentCache),
-	// when the source has location keys.
+	// disables it), and as many the cache of encoded locations (see fragmentCache), when
+	// the source has location keys.
 	CacheSize int
 	// CacheTTL bounds how long a cached answer is reused (default 1m): utc_offset changes
 	// at daylight-saving transitions without the database changing.
@@ -110,7 +110,7 @@ func New(src Source, opts Options) *Engine {
 	}
 	e := &Engine{src: src, cache: newAnswerCache(opts.CacheSize, opts.CacheTTL), now: opts.Now}
 	if k := src.Keys(); k != nil && opts.CacheSize > 0 {
-		e.keys, e.frags = k, newFragmentCache(2*opts.CacheSize, opts.CacheTTL)
+		e.keys, e.frags = k, newFragmentCache(opts.CacheSize, opts.CacheTTL)
 	}
 	return e
 }
@@ -126,12 +126,12 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 		if err != nil {
 			return nil, "", "", err
 		}
-		ent := encode(&loc, version, nil, nil)
+		ent := encode(&loc, version, nil)
 		return ent.json, ent.etag, version, nil
 	}
 	if isReserved(addr) {
 		loc := reservedLocation(addr)
-		ent := encode(&loc, version, nil, nil)
+		ent := encode(&loc, version, nil)
 		return ent.json, ent.etag, version, nil
 	}
 	now := e.now()
@@ -154,7 +154,7 @@ func (e *Engine) Answer(addr netip.Addr) (body []byte, etag, version string, err
 	}
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
-	ent := encode(&loc, version, buf, nil)
+	ent := encode(&loc, version, buf)
 	if admit {
 		shared := new(entry)
 		*shared = ent
@@ -191,7 +191,7 @@ func (e *Engine) Record(addr netip.Addr) (Location, string, error) {
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
 	if admit {
 		shared := new(entry)
-		*shared = encode(&loc, version, buf, nil)
+		*shared = encode(&loc, version, buf)
 		e.cache.put(addr, shared, now)
 	}
 	loc.own()

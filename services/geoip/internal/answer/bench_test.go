@@ -22,7 +22,7 @@ func BenchmarkAppendJSON(b *testing.B) {
 	}{{"facts", &loc}, {"fields", &plain}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				buf = appendJSON(buf[:0], c.loc, nil)
+				buf = appendJSON(buf[:0], c.loc)
 			}
 		})
 	}

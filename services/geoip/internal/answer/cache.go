@@ -20,22 +20,15 @@ type entry struct {
 
 // encode makes the entry of loc: its JSON encoding and that encoding's ETag, appended to
 // buf (nil, or what newLocation returned, holding loc's address texts), so that an
-// uncached answer costs one allocation: the buffer. spans, when not nil, receives where
-// the country's runs of keys were written (see appendJSON).
-func encode(loc *Location, version string, buf []byte, spans *runSpans) entry {
+// uncached answer costs one allocation: the buffer.
+func encode(loc *Location, version string, buf []byte) entry {
 	if buf == nil {
 		buf = make([]byte, 0, answerBufSize)
 	}
 	start := len(buf)
-	buf = appendJSON(buf, loc, spans)
+	buf = appendJSON(buf, loc)
 	end := len(buf)
 	buf = appendETag(buf, version, buf[start:end])
-	if spans != nil {
-		for r := range spans {
-			spans[r][0] -= start
-			spans[r][1] -= start
-		}
-	}
 	// Three-index slice: nothing appended to the JSON can reach the ETag's bytes.
 	return entry{json: buf[start:end:end], etag: unsafe.String(&buf[end], len(buf)-end), version: version}
 }

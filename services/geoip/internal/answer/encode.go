@@ -107,10 +107,8 @@ func (f *field) appendJSONValue(b []byte, l *Location) []byte {
 // appendJSON encodes l as encoding/json would (same keys, order and escaping, minus HTML
 // escaping, as an Encoder with SetEscapeHTML(false)), without reflection: this runs on
 // every uncached request. The country's fields come encoded once per country (l.facts)
-// when newLocation set them from its table. spans, when not nil, receives where in b each
-// of the country's runs of keys (factRuns) was written, so that a location's fragment can
-// be cut around them without searching for them.
-func appendJSON(b []byte, l *Location, spans *runSpans) []byte {
+// when newLocation set them from its table.
+func appendJSON(b []byte, l *Location) []byte {
 	b = append(b, '{')
 	for i := 0; i < len(fields); i++ {
 		for r := range factRuns {
@@ -118,20 +116,12 @@ func appendJSON(b []byte, l *Location, spans *runSpans) []byte {
 				continue
 			}
 			if l.facts != nil {
-				start := len(b)
 				b = append(b, l.facts.runs[r]...)
-				if spans != nil {
-					spans[r] = [2]int{start, len(b)}
-				}
 				i = factRuns[r].end
 			} else {
-				start := len(b)
 				for ; i < factRuns[r].end; i++ { // none of them optional: each is written
 					b = append(b, ',')
 					b = appendJSONField(b, &fields[i], l)
-				}
-				if spans != nil {
-					spans[r] = [2]int{start, len(b)}
 				}
 			}
 		}
@@ -149,9 +139,6 @@ func appendJSON(b []byte, l *Location, spans *runSpans) []byte {
 	}
 	return append(b, '}')
 }
-
-// runSpans are the start and end offsets of the country's two runs of keys in an encoding.
-type runSpans [2][2]int
 
 // appendJSONField writes "name":value.
 func appendJSONField(b []byte, f *field, l *Location) []byte {

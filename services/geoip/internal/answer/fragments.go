@@ -16,47 +16,94 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/offheap"
 )
 
-// fragment is the JSON of a location after the head fields (ip, network, version, which
-// belong to the address; see appendHead), from ,"city": to the closing brace as appendJSON
-// writes it, less the country's two runs of keys (countryJSON), which are the same for
-// every location of a country and are copied from countryTable when the answer is put
-// together (setFragment). What is left, the location's own keys, is about 200 bytes where
-// the whole was about 550. A fragment holds no pointer: the table keeps it inline, as
-// words (fragmentTable), and a request copies it out to its stack.
+// fragment is what a location's answer holds beyond the head fields (ip, network, version,
+// which belong to the address; see appendHead) and the country's two runs of keys
+// (countryJSON, the same for every location of a country): the values of the location's
+// own keys (ownKeys: city, region, latitude, time zone...), each as appendJSON writes it
+// less a string's quotes, after a byte of its length. The keys' names and the country's
+// runs are put back when the answer is put together (appendAnswer): a location's values
+// take about 90 bytes where its encoded keys took about 215 and its whole answer about
+// 550. A fragment holds no pointer: the table keeps it inline, as words (fragmentTable),
+// and a request copies it out to its stack.
 type fragment struct {
 	key     lookup.LocationKey
-	found   bool      // the record was found: network is the row's
-	country uint16    // countryJSON.index of the runs cut out of own
-	cut     [2]uint16 // where in own the country's runs go
-	n       uint16    // own's length
-	expires int64     // unix nanoseconds: the cache's TTL, or the end of utc_offset's period
+	country uint16 // countryJSON.index of the runs put back
+	n       uint8  // own's length
+	found   bool   // the record was found: network is the row's
+	expires int64  // unix nanoseconds: the cache's TTL, or the end of utc_offset's period
 	own     [fragmentOwn]byte
 }
 
-// fragmentSize is a table slot's size: five cache lines, a sequence word and the fragment.
-// A location whose own keys are longer than fragmentOwn (a 150-byte city name) is not
-// kept: its answers are built from the record every time.
+// fragmentSize is a table slot's size: three cache lines, a sequence word and the
+// fragment. A location whose values take more than fragmentOwn bytes (0.04 % of those
+// random IPv4 addresses fall in on DB-IP's IPv4 MMDB, 3.5 % with 32 bytes less) is not kept: its
+// answers are built from the record every time.
 const (
-	fragmentSize  = 320
+	fragmentSize  = 192
 	fragmentWords = fragmentSize / 8
-	fragmentHead  = 6 // words of a fragment before own
+	fragmentHead  = 5 // words of a fragment before own
 	fragmentOwn   = fragmentSize - 8 - 8*fragmentHead
 )
 
 var _ = [1]struct{}{}[unsafe.Sizeof(fragment{})+8-fragmentSize] // a fragment fills a slot after its sequence word
 var _ = [1]struct{}{}[unsafe.Offsetof(fragment{}.own)-8*fragmentHead]
 
+// layoutPart is one step of a located answer after its head, in appendJSON's order:
+// the country's run r (r >= 0), or one of the location's own keys (r < 0), written as
+// text, its value (the fragment's next one) and, for a string, the closing quote.
+type layoutPart struct {
+	r      int
+	field  int    // in fields, of an own key
+	text   string // a comma, the quoted name, a colon and, for a string, the opening quote
+	quoted bool
+}
+
+// answerLayout is a located answer after its head (appendHead's three keys), up to the
+// closing brace: the country's runs and the own keys. The optional keys are not in it:
+// only answers that are not a located record carry them, and fill keeps no such answer.
+// layoutText is the length of the parts' text and closing quotes, and the brace.
+var answerLayout, layoutText = func() (parts []layoutPart, text int) {
+	if fields[0].name != "ip" || fields[1].name != "network" || fields[2].name != "version" {
+		panic("answer: the head's keys moved; see appendHead")
+	}
+	for i := 3; i < len(fields); i++ {
+		run := -1
+		for r := range factRuns {
+			if i == factRuns[r].start {
+				run = r
+			}
+		}
+		switch f := &fields[i]; {
+		case run >= 0:
+			parts = append(parts, layoutPart{r: run})
+			i = factRuns[run].end - 1
+		case !f.optional:
+			p := layoutPart{r: -1, field: i, text: `,"` + f.name + `":`, quoted: f.kind == 's'}
+			if p.quoted {
+				p.text += `"`
+				text++
+			}
+			parts = append(parts, p)
+			text += len(p.text)
+		}
+	}
+	return parts, text + 1
+}()
+
 // fragmentCache keeps fragments in a table of slots, two per hash (a set of two ways, the
 // one expiring first replaced): bounded, lock-free, no map. Under random addresses the
 // rows of far fewer locations than addresses are asked for: on the full DB-IP data, 2
 // million random IPv4 addresses fall in 139,000 locations, and over those 2 million from
-// empty 65,536 slots answer 87.5 % of them, 131,072 (the default) 90.7 % (83 % of the
+// empty 65,536 slots (the default) answer 87.5 % of them, 131,072 90.7 % (83 % of the
 // first 250,000, 93 % after 2 million), 262,144 92.2 %, where a table of one slot per
 // hash answered 85.8, 88.9 and 90.9 %. A hit costs neither the record's strings (cold
 // memory, scattered over the database), nor its time zone, region code and country facts,
 // nor encoding them: under wrk's random addresses a miss cost about 13 us of CPU and a hit
 // 2 us (pprof under bench/scripts/geoip-http.sh), so the hit rate is worth the memory
-// (fragmentSize bytes a slot, 42 MB).
+// (fragmentSize bytes a slot, 12 MiB at the default). The default is as many slots as
+// answers: twice as many would make the MMDB's answers cheaper still (in
+// BenchmarkAnswerFullData its CPU per answer is about the BIN's at the default, 0.76x in one
+// run with twice the slots) but cost 12 MiB more, which the MMDB's memory target lacks.
 //
 // A table belongs to one database version: a fragment's key means nothing in another
 // file. The first request that sees a new version replaces the table (table), so a
@@ -65,7 +112,7 @@ type fragmentCache struct {
 	tab  atomic.Pointer[fragmentTable]
 	size int
 	ttl  int64
-	// mu makes tables one at a time: each is 42 MB, and every request that finds a new
+	// mu makes tables one at a time: each is 12 MiB at the default, and every request that finds a new
 	// version at once would otherwise make its own.
 	mu     sync.Mutex
 	tables int // made so far, under mu (tests)
@@ -117,7 +164,7 @@ func (c *fragmentCache) table(version string) *fragmentTable {
 var allocTable = offheap.Alloc
 
 // newFragmentTable makes the table of version with size slots, outside the Go heap and on
-// huge pages where the kernel gives them: a hit reads one slot at random in 42 MB, and on
+// huge pages where the kernel gives them: a hit reads one slot at random in 12 MiB, and on
 // the heap's 4 KiB pages nearly every one missed the TLB and walked the page tables. The
 // memory is unmapped once the table is unreachable, so every reader keeps the table alive
 // until its last read of the words (runtime.KeepAlive in get and put). Where mapping
@@ -147,7 +194,7 @@ func (f *fragment) words() *[fragmentWords - 1]uint64 {
 }
 
 // ownWords is how many words of own a fragment of n bytes uses.
-func ownWords(n uint16) int { return min((int(n)+7)/8, fragmentOwn/8) }
+func ownWords(n uint8) int { return min((int(n)+7)/8, fragmentOwn/8) }
 
 // read copies slot's fragment into f if it is key's and fresh at now.
 func (f *fragment) read(slot []atomic.Uint64, key *lookup.LocationKey, now int64) bool {
@@ -236,10 +283,9 @@ func (e *Engine) byLocation(addr netip.Addr, srcVersion, version string, now tim
 	}
 	defer lease.Release()
 	loc, buf := newLocation(addr, rec, make([]byte, 0, answerBufSize))
-	var spans runSpans
-	ent = encode(&loc, version, buf, &spans)
+	ent = encode(&loc, version, buf)
 	if keyed && kver == srcVersion && kver == e.src.Version() { // not a file replaced since
-		if f.fill(ent.json, &spans, addr, rec.Network, loc.facts) {
+		if f.fill(ent.json, &loc, addr, rec.Network) {
 			f.key = key
 			f.expires = now.UnixNano() + e.frags.ttl
 			if end := e.keys.OffsetEnd(loc.Timezone, now); end < f.expires {
@@ -251,40 +297,36 @@ func (e *Engine) byLocation(addr netip.Addr, srcVersion, version string, now tim
 	return ent, true, nil
 }
 
-// fill makes f the fragment of json, the encoding of addr's record in network whose
-// country's runs are facts (nil: not from countryTable) and were written at spans, with
-// its key and expiry left for the caller; false if json does not start with the head as
-// appendHead writes it, or its keys do not fit in a fragment.
-func (f *fragment) fill(json []byte, spans *runSpans, addr netip.Addr, network netip.Prefix, facts *countryJSON) bool {
-	var scratch [maxHead]byte
-	head := appendHead(scratch[:0], addr, network)
-	if !bytes.HasPrefix(json, head) {
-		return false
-	}
-	// A location of no country has the empty runs (noCountry); one whose country the
-	// table lacks (its name from the database) has runs of its own to cut, and is not kept.
+// fill makes f the fragment of json, the encoding of loc, the answer for addr in network,
+// with its key and expiry left for the caller; false if f would not give json back (an
+// answer with a flag, a country the table lacks, whose name came from the database) or
+// loc's values do not fit in a fragment.
+func (f *fragment) fill(json []byte, loc *Location, addr netip.Addr, network netip.Prefix) bool {
+	facts := loc.facts
 	if facts == nil {
-		facts = noCountry
-		if !bytes.Equal(json[spans[0][0]:spans[0][1]], facts.runs[0]) || !bytes.Equal(json[spans[1][0]:spans[1][1]], facts.runs[1]) {
+		facts = noCountry // the runs of an answer of no country, or of one the table lacks
+	}
+	f.found, f.country, f.n = network.IsValid(), uint16(facts.index), 0
+	var scratch [256]byte
+	n := 0
+	for i := range answerLayout {
+		p := &answerLayout[i]
+		if p.r >= 0 {
+			continue
+		}
+		v := fields[p.field].appendJSONValue(scratch[:0], loc)
+		if p.quoted {
+			v = v[1 : len(v)-1]
+		}
+		if n+1+len(v) > len(f.own) {
 			return false
 		}
+		f.own[n] = byte(len(v))
+		n += 1 + copy(f.own[n+1:], v)
 	}
-	r0, r1 := spans[0][0]-len(head), spans[1][0]-len(head)
-	if r0 < 0 || r1 < spans[0][1]-len(head) {
-		return false
-	}
-	tail := json[len(head):]
-	mid, rest := tail[spans[0][1]-len(head):r1], tail[spans[1][1]-len(head):]
-	if r0+len(mid)+len(rest) > fragmentOwn {
-		return false
-	}
-	f.found, f.country = network.IsValid(), uint16(facts.index)
-	n := copy(f.own[:], tail[:r0])
-	n += copy(f.own[n:], mid)
-	n += copy(f.own[n:], rest)
-	f.cut = [2]uint16{uint16(r0), uint16(r0 + len(mid))}
-	f.n = uint16(n)
-	return true
+	f.n = uint8(n)
+	var answer [1024]byte
+	return bytes.Equal(f.appendAnswer(answer[:0], addr, network, facts), json)
 }
 
 // maxHead bounds appendHead's output: the keys and quotes (38 bytes), the longest
@@ -309,15 +351,32 @@ func appendHead(b []byte, addr netip.Addr, network netip.Prefix) []byte {
 // fromFragment is the JSON answer for addr in network whose location's fragment is f,
 // with its ETag, in one allocation.
 func fromFragment(addr netip.Addr, network netip.Prefix, version string, f *fragment) entry {
-	own, facts := f.own[:f.n], countryByIndex(int(f.country))
-	buf := make([]byte, 0, maxHead+len(own)+len(facts.runs[0])+len(facts.runs[1])+len(version)+19)
-	buf = appendHead(buf, addr, network)
-	buf = append(buf, own[:f.cut[0]]...)
-	buf = append(buf, facts.runs[0]...)
-	buf = append(buf, own[f.cut[0]:f.cut[1]]...)
-	buf = append(buf, facts.runs[1]...)
-	buf = append(buf, own[f.cut[1]:]...)
+	facts := countryByIndex(int(f.country))
+	buf := make([]byte, 0, maxHead+layoutText+int(f.n)+len(facts.runs[0])+len(facts.runs[1])+len(version)+19)
+	buf = f.appendAnswer(buf, addr, network, facts)
 	end := len(buf)
 	buf = appendETag(buf, version, buf[:end])
 	return entry{json: buf[:end:end], etag: unsafe.String(&buf[end], len(buf)-end), version: version}
+}
+
+// appendAnswer writes the JSON answer for addr in network from f and its country's runs
+// (facts), as appendJSON writes it.
+func (f *fragment) appendAnswer(b []byte, addr netip.Addr, network netip.Prefix, facts *countryJSON) []byte {
+	b = appendHead(b, addr, network)
+	own := f.own[:f.n]
+	for i := range answerLayout {
+		p := &answerLayout[i]
+		if p.r >= 0 {
+			b = append(b, facts.runs[p.r]...)
+			continue
+		}
+		n := int(own[0])
+		b = append(b, p.text...)
+		b = append(b, own[1:1+n]...)
+		if p.quoted {
+			b = append(b, '"')
+		}
+		own = own[1+n:]
+	}
+	return append(b, '}')
 }

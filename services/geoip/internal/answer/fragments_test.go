@@ -3,7 +3,6 @@ package answer
 import (
 	"bytes"
 	"encoding/binary"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
@@ -85,7 +85,7 @@ func TestLocationFragmentsAnswerAsTheRecordOnFullData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the full DB-IP database")
 	}
-	m, err := dbfile.New(dbfile.Config{Path: testdb.ConvertedBIN(t), TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	m, err := dbfile.New(dbfile.Config{Path: testdb.ConvertedBIN(t), TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestLocationFragmentsAnswerAsTheRecordOnFullMMDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the full DB-IP database")
 	}
-	m, err := dbfile.New(dbfile.Config{Path: testdb.MMDB(t, testdb.IPv4), TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	m, err := dbfile.New(dbfile.Config{Path: testdb.MMDB(t, testdb.IPv4), TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func TestLocationFragmentsEndWithTheirUTCOffset(t *testing.T) {
 	if e.keys == nil {
 		t.Fatal("the engine does not use the source's location keys")
 	}
-	if got, want := e.frags.size, 2*slotCount(1<<16); got != want {
-		t.Errorf("the default table holds %d fragments, want %d (twice the answers)", got, want)
+	if got, want := e.frags.size, slotCount(1<<16); got != want {
+		t.Errorf("the default table holds %d fragments, want %d (as many as answers)", got, want)
 	}
 	ask := func(ip, wantOffset string, wantBorrows int64) {
 		t.Helper()
@@ -200,7 +200,7 @@ func TestAppendHeadMatchesTheEncoder(t *testing.T) {
 			network = netip.MustParsePrefix(tc.network)
 			l.Network = network.String()
 		}
-		full := appendJSON(nil, &l, nil)
+		full := appendJSON(nil, &l)
 		head := appendHead(nil, addr, network)
 		if len(head) > maxHead || !bytes.HasPrefix(full, head) || full[len(head)] != ',' {
 			t.Errorf("%s in %q: head %s (%d bytes, at most %d), the encoder's answer %s", addr, tc.network, head, len(head), maxHead, full)
@@ -209,12 +209,12 @@ func TestAppendHeadMatchesTheEncoder(t *testing.T) {
 }
 
 // A fragment holds no pointer, so the table can keep it as words, and it fills a slot
-// after the sequence word: a hit reads five adjacent cache lines.
+// after the sequence word: a hit reads three adjacent cache lines.
 func TestFragmentsHoldNoPointers(t *testing.T) {
 	typ := reflect.TypeFor[fragment]()
 	for i := range typ.NumField() {
 		switch k := typ.Field(i).Type.Kind(); k {
-		case reflect.Bool, reflect.Uint16, reflect.Int64:
+		case reflect.Bool, reflect.Uint8, reflect.Uint16, reflect.Int64:
 		case reflect.Array:
 			if e := typ.Field(i).Type.Elem().Kind(); e != reflect.Uint8 && e != reflect.Uint16 {
 				t.Errorf("fragment.%s is an array of %s", typ.Field(i).Name, e)
@@ -228,11 +228,12 @@ func TestFragmentsHoldNoPointers(t *testing.T) {
 	}
 }
 
-// A location's own keys are kept without its country's runs, which every location of the
-// country shares, and put back where they were; a location of no country has the empty
-// runs cut. One whose keys do not fit is not kept: a long name, or a country code the
-// table lacks (its name then comes from the database, and nothing is cut).
-func TestFragmentsCutTheCountrysKeys(t *testing.T) {
+// A location's fragment keeps its values alone: not the keys' names, nor its country's runs,
+// which every location of the country shares; both are put back where they were, and a
+// location of no country has the empty runs. One whose values do not fit is not kept (a
+// long name), nor one of a country code the table lacks (its name then comes from the
+// database).
+func TestFragmentsKeepTheLocationsValues(t *testing.T) {
 	end := time.Now().Add(time.Hour)
 	for _, tc := range []struct {
 		name     string
@@ -241,18 +242,21 @@ func TestFragmentsCutTheCountrysKeys(t *testing.T) {
 		maxBytes int
 	}{
 		{"known country", lookup.Record{Country: "DE", Region: "Bavaria", City: "Munich", TimeZone: "Europe/Berlin", UTCOffset: "+0100",
-			Latitude: 48.1, Longitude: 11.5, HasLocation: true, Network: netip.MustParsePrefix("5.6.0.0/16")}, countryFragments("DE"), 200},
-		{"no country", lookup.Record{}, noCountry, 150},
+			Latitude: 48.1, Longitude: 11.5, HasLocation: true, Network: netip.MustParsePrefix("5.6.0.0/16")}, countryFragments("DE"), 60},
+		{"escapes", lookup.Record{Country: "FR", Region: "Île-de-\"France\"\\", City: "a\x00b\u2028c\xffd", Org: "<&>", Network: netip.MustParsePrefix("5.6.0.0/16")}, countryFragments("FR"), 64},
+		{"no country", lookup.Record{}, noCountry, 13},
+		// Fourteen bytes of lengths and other values besides the city's.
+		{"the longest that fits", lookup.Record{Country: "DE", City: strings.Repeat("x", fragmentOwn-15), Network: netip.MustParsePrefix("5.6.0.0/16")}, countryFragments("DE"), fragmentOwn},
+		{"a byte too long", lookup.Record{Country: "DE", City: strings.Repeat("x", fragmentOwn-14), Network: netip.MustParsePrefix("5.6.0.0/16")}, nil, 0},
 		{"a code the table lacks", lookup.Record{Country: "XZ", CountryName: "Nowhere", City: "Q", Network: netip.MustParsePrefix("5.6.0.0/16")}, nil, 0},
 		{"own keys too long", lookup.Record{Country: "DE", City: strings.Repeat("Ortsteil ", 20), Network: netip.MustParsePrefix("5.6.0.0/16")}, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := netip.MustParseAddr("5.6.7.8")
 			loc, buf := newLocation(addr, tc.rec, nil)
-			var spans runSpans
-			want := encode(&loc, "v1", buf, &spans)
+			want := encode(&loc, "v1", buf)
 			var f fragment
-			kept := f.fill(want.json, &spans, addr, tc.rec.Network, loc.facts)
+			kept := f.fill(want.json, &loc, addr, tc.rec.Network)
 			if tc.country == nil {
 				if kept {
 					t.Fatalf("kept %d bytes of own keys (at most %d fit)", f.n, fragmentOwn)
@@ -266,8 +270,8 @@ func TestFragmentsCutTheCountrysKeys(t *testing.T) {
 				t.Fatalf("cut the runs of country %d", f.country)
 			}
 			own := f.own[:f.n]
-			if bytes.Contains(own, []byte(`"country_name"`)) || bytes.Contains(own, []byte(`"country_population"`)) || len(own) > tc.maxBytes {
-				t.Fatalf("own keys (%d bytes) still hold the country's: %s", len(own), own)
+			if bytes.Contains(own, []byte(`"city"`)) || bytes.Contains(own, []byte(`"country_name"`)) || len(own) > tc.maxBytes {
+				t.Fatalf("the fragment (%d bytes, at most %d) holds keys: %q", len(own), tc.maxBytes, own)
 			}
 			f.expires = end.UnixNano()
 			got := fromFragment(addr, tc.rec.Network, "v1", &f)
@@ -327,7 +331,7 @@ func TestFragmentSetsKeepTwoWays(t *testing.T) {
 	now := time.Now().UnixNano()
 	keys := sameSet(c, lookup.LocationKey{1, 2, 3}, 3)
 	keep := func(k lookup.LocationKey, expires int64, own string) {
-		f := fragment{key: k, expires: expires, n: uint16(len(own))}
+		f := fragment{key: k, expires: expires, n: uint8(len(own))}
 		copy(f.own[:], own)
 		c.put(&f, "v1")
 	}
@@ -360,7 +364,7 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 	now := time.Now().UnixNano()
 	keys := sameSet(c, lookup.LocationKey{9}, 4)
 	fill := func(k lookup.LocationKey, round int) fragment {
-		f := fragment{key: k, expires: now + int64(time.Minute), n: uint16(fragmentOwn - int(k[24]) - round%7)}
+		f := fragment{key: k, expires: now + int64(time.Minute), n: uint8(fragmentOwn - int(k[24]) - round%7)}
 		for i := range f.own[:f.n] {
 			f.own[i] = k[24] + byte(i) + byte(f.n)
 		}
@@ -424,7 +428,7 @@ func TestFragmentReadersNeverSeeATornFragment(t *testing.T) {
 }
 
 // Requests that all find a new database version at once make one table between them: a
-// table is 42 MB at the default size.
+// table is 12 MiB at the default size.
 func TestFragmentTablesAreMadeOnce(t *testing.T) {
 	c := newFragmentCache(1<<12, time.Minute)
 	now := time.Now().UnixNano()

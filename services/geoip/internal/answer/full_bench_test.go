@@ -1,7 +1,6 @@
 package answer
 
 import (
-	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -70,7 +70,7 @@ func BenchmarkAnswerFullData(b *testing.B) {
 		{"mmdb", testdb.MMDB(b, testdb.IPv4)},
 	} {
 		zones := tz.New()
-		m, err := dbfile.New(dbfile.Config{Path: c.path, TimeZones: zones, PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+		m, err := dbfile.New(dbfile.Config{Path: c.path, TimeZones: zones, PollInterval: -1, Logger: testkit.Logger()})
 		if err != nil {
 			b.Fatal(err)
 		}

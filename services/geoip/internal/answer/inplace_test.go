@@ -2,10 +2,10 @@ package answer
 
 import (
 	"bytes"
-	"log/slog"
 	"net/netip"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
@@ -21,7 +21,7 @@ func TestAnswersKeptPastTheLeaseAreCopies(t *testing.T) {
 	data := bytes.Clone(sample.Bytes())
 	m, err := dbfile.New(dbfile.Config{
 		Fallback:     func() (lookup.DB, error) { return ip2bin.OpenBytes(data, "copy of the sample") },
-		PollInterval: -1, Logger: slog.New(slog.DiscardHandler),
+		PollInterval: -1, Logger: testkit.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)

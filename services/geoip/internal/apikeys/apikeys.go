@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,14 +37,21 @@ type Key struct {
 
 // Set is a parsed keys file; it never changes once made.
 type Set struct {
-	byDigest map[[sha256.Size]byte]*entry
+	// byDigest finds a digest by its first 8 bytes: a map of 8-byte keys hashes and
+	// compares faster than one of 32, on every keyed request. Entries whose digests share
+	// them (never seen, but possible) are chained; the whole digest is compared.
+	byDigest map[uint64]*entry
 	byName   map[string]*Key
+	n        int
 }
 
 type entry struct {
 	digest [sha256.Size]byte
 	key    Key
+	next   *entry // another digest with the same first 8 bytes
 }
+
+func digestPrefix(d *[sha256.Size]byte) uint64 { return binary.LittleEndian.Uint64(d[:8]) }
 
 // fileKey is one entry of the file, as written.
 type fileKey struct {
@@ -83,7 +91,7 @@ func Parse(data []byte) (*Set, error) {
 	if len(keys) > MaxKeys {
 		return nil, fmt.Errorf("keys file: %d keys, more than the %d allowed", len(keys), MaxKeys)
 	}
-	s := &Set{byDigest: make(map[[sha256.Size]byte]*entry, len(keys)), byName: make(map[string]*Key, len(keys))}
+	s := &Set{byDigest: make(map[uint64]*entry, len(keys)), byName: make(map[string]*Key, len(keys)), n: len(keys)}
 	for i, k := range keys {
 		e, err := check(k)
 		if err != nil {
@@ -92,10 +100,14 @@ func Parse(data []byte) (*Set, error) {
 		if _, dup := s.byName[e.key.Name]; dup {
 			return nil, fmt.Errorf("keys file: entry %d: name %q is used twice (usage is counted by name)", i+1, e.key.Name)
 		}
-		if _, dup := s.byDigest[e.digest]; dup {
-			return nil, fmt.Errorf("keys file: entry %d (%q): the same key is listed twice", i+1, e.key.Name)
+		p := digestPrefix(&e.digest)
+		for o := s.byDigest[p]; o != nil; o = o.next {
+			if o.digest == e.digest {
+				return nil, fmt.Errorf("keys file: entry %d (%q): the same key is listed twice", i+1, e.key.Name)
+			}
 		}
-		s.byDigest[e.digest] = e
+		e.next = s.byDigest[p]
+		s.byDigest[p] = e
 		s.byName[e.key.Name] = &e.key
 	}
 	return s, nil
@@ -133,7 +145,7 @@ func jsonError(err error) string {
 }
 
 // Len is the number of keys.
-func (s *Set) Len() int { return len(s.byDigest) }
+func (s *Set) Len() int { return s.n }
 
 // Lookup finds the key presented. The set holds digests only: the presented key is hashed
 // and its digest found in a map, then compared in constant time. The map's timing can
@@ -144,11 +156,12 @@ func (s *Set) Lookup(presented string) (Key, bool) {
 		return Key{}, false
 	}
 	d := sha256.Sum256([]byte(presented))
-	e, ok := s.byDigest[d]
-	if !ok || subtle.ConstantTimeCompare(d[:], e.digest[:]) != 1 {
-		return Key{}, false
+	for e := s.byDigest[digestPrefix(&d)]; e != nil; e = e.next {
+		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
+			return e.key, true
+		}
 	}
-	return e.key, true
+	return Key{}, false
 }
 
 // ByName is the key named name (for its limit when answering usage).

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 	env := map[string]string{
 		"PORT": "http", "LOG_LEVEL": "loud", "APP_ENV": "staging", "REDIS_URL": "http://x",
 		"GEOIP_WATCH_INTERVAL": "-1s", "GEOIP_UPDATE_INTERVAL": "daily", "IP2LOCATION_TOKEN": "t",
+		"RATE_LIMIT_MAX": "0", "TRUSTED_PROXIES": "x", "CORS_ORIGIN": "x", "SHUTDOWN_TIMEOUT": "x", "METRICS_ENABLED": "x",
 	}
 	_, err := Load(envOf(env))
 	for k := range env {
@@ -78,8 +80,24 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 	}
 }
 
+// Load reads the library's variables too, once: the server is given them
+// (Config.Settings) and reads none itself.
+func TestLibrarySettingsAreLoadedHere(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"RATE_LIMIT_MAX": "7", "RATE_LIMIT_IPV6_PREFIX": "48", "RATE_LIMIT_ALLOW": "192.0.2.1",
+		"RATE_LIMIT_FAIL_CLOSED": "true", "TRUSTED_PROXIES": "10.0.0.0/8", "CORS_ORIGIN": "https://a.example", "SHUTDOWN_TIMEOUT": "3s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Settings
+	if s.RateLimitMax != 7 || s.RateLimitIPv6Prefix != 48 || !slices.Equal(s.RateLimitAllow, []string{"192.0.2.1"}) || !s.RateLimitFailClosed ||
+		!slices.Equal(s.TrustedProxies, []string{"10.0.0.0/8"}) || !slices.Equal(s.CORSOrigins, []string{"https://a.example"}) || s.ShutdownTimeout != 3*time.Second {
+		t.Fatalf("settings %+v", s)
+	}
+}
+
 func TestLogValueMasksSecrets(t *testing.T) {
 	c, err := Load(envOf(map[string]string{
+		"API_TOKEN": "api-secret-token-0123456789", "TRUSTED_PROXIES": "10.0.0.0/8",
 		"IP2LOCATION_TOKEN": "tok-secret", "IP2LOCATION_PRODUCT": "DB1LITEBIN",
 		"IP2LOCATION_DOWNLOAD_URL": "https://mirror:pw-secret@example.com/dl?key=key-secret",
 		"REDIS_URL":                "redis://:redis-secret@h:6379/0", "GEOIP_UPDATE_DIR": "/tmp/x",
@@ -93,7 +111,8 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	if strings.Contains(out, "secret") {
 		t.Fatalf("a secret reached the log: %s", out)
 	}
-	for _, want := range []string{`"ip2location_token":"***"`, `"redis_url":"redis://***@h:6379/0"`, `"ip2location_download_url":"https://***@example.com/dl?***"`, `"port":3001`} {
+	for _, want := range []string{`"ip2location_token":"***"`, `"redis_url":"redis://***@h:6379/0"`, `"ip2location_download_url":"https://***@example.com/dl?***"`, `"port":3001`,
+		`"api_token":"set"`, `"trusted_proxies":"10.0.0.0/8"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s: %s", want, out)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apistack/platform/services/geoip/internal/filewatch"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
@@ -52,8 +53,8 @@ type Manager struct {
 
 	mu     sync.Mutex // serialises loads and guards the fields below
 	path   string
-	loaded fileStat // of the file behind cur, when it came from path
-	failed fileStat // last stat that failed to load, not retried until it changes
+	loaded filewatch.Stat // of the file behind cur, when it came from path
+	failed filewatch.Stat // last stat that failed to load, not retried until it changes
 	subs   map[chan lookup.Info]struct{}
 
 	syncDir func(dir string) error // after a rename into dir; tests record the order
@@ -92,19 +93,6 @@ func newHandle(db lookup.DB) *handle {
 // Release ends a Borrow's lease: the database may be closed again.
 func (h *handle) Release() { h.mu.RUnlock() }
 
-type fileStat struct {
-	size    int64
-	modTime time.Time
-}
-
-func statFile(path string) (fileStat, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileStat{}, err
-	}
-	return fileStat{st.Size(), st.ModTime()}, nil
-}
-
 // New opens the configured database (Path, else Fallback) and verifies it; failing that it
 // returns an error, since there is nothing to serve.
 func New(cfg Config) (*Manager, error) {
@@ -128,7 +116,7 @@ func New(cfg Config) (*Manager, error) {
 	var db lookup.DB
 	var err error
 	if cfg.Path != "" {
-		m.loaded, _ = statFile(cfg.Path)
+		m.loaded, _ = filewatch.StatOf(cfg.Path)
 		db, err = cfg.Open(cfg.Path)
 	} else if cfg.Fallback != nil {
 		db, err = cfg.Fallback()
@@ -354,8 +342,8 @@ func (m *Manager) InstallFile(src, dst string) error {
 	}
 	m.swapLocked(db)
 	m.path = dst
-	m.loaded, _ = statFile(dst)
-	m.failed = fileStat{}
+	m.loaded, _ = filewatch.StatOf(dst)
+	m.failed = filewatch.Stat{}
 	return nil
 }
 
@@ -394,17 +382,17 @@ func (m *Manager) Replace(db lookup.DB) error {
 		return err
 	}
 	m.swapLocked(db)
-	m.path, m.loaded = "", fileStat{}
+	m.path, m.loaded = "", filewatch.Stat{}
 	return nil
 }
 
 func (m *Manager) loadLocked(path string) error {
-	st, err := statFile(path)
+	st, err := filewatch.StatOf(path)
 	if err == nil {
 		var db lookup.DB
 		if db, err = m.openVerified(path); err == nil {
 			m.swapLocked(db)
-			m.loaded, m.failed = st, fileStat{}
+			m.loaded, m.failed = st, filewatch.Stat{}
 			return nil
 		}
 	}
@@ -439,42 +427,27 @@ func (m *Manager) swapLocked(db lookup.DB) {
 // Watch reloads on every value from hup (SIGHUP, wired by the caller with signal.Notify)
 // and when the file changes, until ctx ends.
 func (m *Manager) Watch(ctx context.Context, hup <-chan os.Signal) {
-	var tick <-chan time.Time
-	if m.cfg.PollInterval > 0 {
-		t := time.NewTicker(m.cfg.PollInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var pending fileStat
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case sig := <-hup:
-			m.log.Info("reloading database on signal", "signal", fmt.Sprint(sig))
-			if err := m.Reload(); err != nil {
-				m.log.Warn("reload on signal failed", "err", err)
-			}
-		case <-tick:
-			pending = m.poll(pending)
+	var settle filewatch.Settle
+	filewatch.Loop(ctx, hup, m.cfg.PollInterval, func(sig os.Signal) {
+		m.log.Info("reloading database on signal", "signal", fmt.Sprint(sig))
+		if err := m.Reload(); err != nil {
+			m.log.Warn("reload on signal failed", "err", err)
 		}
-	}
+	}, func() { m.poll(&settle) })
 }
 
 // poll loads the file once it has changed and then stayed the same for one interval.
-func (m *Manager) poll(pending fileStat) fileStat {
+func (m *Manager) poll(settle *filewatch.Settle) {
 	m.mu.Lock()
 	path, loaded, failed := m.path, m.loaded, m.failed
 	m.mu.Unlock()
 	if path == "" {
-		return fileStat{}
+		settle.Reset()
+		return
 	}
-	st, err := statFile(path)
-	if err != nil || st == loaded || st == failed {
-		return fileStat{}
-	}
-	if st != pending {
-		return st
+	st, err := filewatch.StatOf(path)
+	if !settle.Changed(st, err, loaded, failed) {
+		return
 	}
 	m.log.Info("database file changed; reloading", "path", path)
 	m.mu.Lock()
@@ -482,7 +455,6 @@ func (m *Manager) poll(pending fileStat) fileStat {
 	if m.path == path {
 		_ = m.loadLocked(path) // logged and counted inside
 	}
-	return fileStat{}
 }
 
 // Close closes the current database; lookups must have stopped.

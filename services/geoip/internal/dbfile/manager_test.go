@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/ip2bin"
@@ -27,7 +26,7 @@ import (
 	"github.com/apistack/platform/services/geoip/internal/sample"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testkit.Logger()
 
 // binWithCity writes a BIN where 8.8.8.0/24 and 2001:4860::/32 are in city.
 func binWithCity(t testing.TB, city string) []byte {
@@ -423,7 +422,7 @@ func (c *closeSpy) Close() error { c.closed.Store(true); return c.DB.Close() }
 // key is the one LocationKey gives for the record it lends; rows sharing a key have the
 // same record but for the network. A closed manager keys nothing.
 func TestLocationKeysBelongToTheirDatabase(t *testing.T) {
-	m, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	m, err := dbfile.New(dbfile.Config{Fallback: sample.Open, PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestMMDBZonesNamedAtLoadAreThePolygons(t *testing.T) {
 	}
 	defer named.Close()
 	// The polygons are freed, and the IPv4 index (5 MiB) and the zone table (2.5 MB) are
-	// off the heap: at GOGC=400 each live megabyte would let the server's heap grow by four.
+	// off the heap: at geoip's GOGC each live megabyte would let the server's heap grow by two.
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 2<<20 {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apistack/platform/libs/apiserver"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -72,7 +72,7 @@ func production(c *apiserver.Config[struct{}], _ *testOptions) {
 // openBenchDB opens a BIN as the service does, once per process.
 func openBenchDB(tb testing.TB, path string) DB {
 	benchDBOnce.Do(func() {
-		benchDB, benchDBErr = dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+		benchDB, benchDBErr = dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	})
 	if benchDBErr != nil {
 		tb.Fatal(benchDBErr)

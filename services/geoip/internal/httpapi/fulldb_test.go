@@ -1,9 +1,9 @@
 package httpapi
 
 import (
-	"log/slog"
 	"testing"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/testdb"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -16,7 +16,7 @@ func TestEndpointsOnFullDatabase(t *testing.T) {
 		t.Skip("-short: skipping the full DB-IP database")
 	}
 	path := testdb.ConvertedBIN(t)
-	db, err := dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	db, err := dbfile.New(dbfile.Config{Path: path, TimeZones: tz.New(), PollInterval: -1, Logger: testkit.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

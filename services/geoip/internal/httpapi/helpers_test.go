@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/openapitest"
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/answer"
 	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
@@ -27,6 +27,7 @@ type fixtureDB struct {
 	version string
 	ranges  []fixtureRange
 	fail    error
+	panics  bool // Lookup panics, as a bug would
 	lookups atomic.Int64
 }
 
@@ -56,6 +57,9 @@ func (f *fixtureDB) Lookup(addr netip.Addr) (lookup.Record, error) {
 	f.lookups.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics {
+		panic("fixture: lookup bug")
+	}
 	if f.fail != nil {
 		return lookup.Record{}, f.fail
 	}
@@ -128,7 +132,7 @@ func newTestServer(t testing.TB, db DB, opts ...serverOption) *testServer {
 		APITitle:       "geoip",
 		APIDescription: Description,
 		Getenv:         func(string) string { return "" },
-		Logger:         slog.New(slog.DiscardHandler),
+		Logger:         testkit.Logger(),
 		RateLimitMax:   1 << 30, // the tests send many requests from one peer
 	}
 	var o testOptions

@@ -40,7 +40,7 @@ const (
 // (429 included): error a boolean, reason a short name clients switch on.
 type ErrorBody struct {
 	Error   bool   `json:"error" doc:"Always true" example:"true"`
-	Reason  string `json:"reason" doc:"RateLimited (429), Invalid Key (401, 403), Invalid Request (400), Not Found, Internal Error, Service Unavailable" example:"RateLimited"`
+	Reason  string `json:"reason" doc:"RateLimited (429), Invalid Key (401, 403), Invalid Request (400), Not Found (404), Method Not Allowed (405), Internal Error (500, a panic included), Service Unavailable (503: the rate limiter unreachable)" example:"RateLimited"`
 	Message string `json:"message" doc:"What happened, for people" example:"Rate limit exceeded, retry in 9 seconds"`
 }
 
@@ -194,7 +194,10 @@ func (a *API) registerUsage() {
 		Description: "Counts of the lookups made with the key today (UTC) and its limit. The key goes in ?key= or Authorization: Bearer. " +
 			"Limited to 60 requests a minute per client address, counted apart from the lookups, so that keys cannot be guessed here.",
 		RateLimit: usageLimit,
-		Responses: map[int]string{http.StatusUnauthorized: msgMissingKey, http.StatusForbidden: msgUnknownKey},
+		Responses: map[int]apiserver.ResponseDoc{
+			http.StatusUnauthorized: {Description: msgMissingKey},
+			http.StatusForbidden:    {Description: msgUnknownKey},
+		},
 	}, func(c *apiserver.Context[struct{}], _ *usageInput) (apiserver.Response[batchHeaders, UsageAnswer], error) {
 		var out apiserver.Response[batchHeaders, UsageAnswer]
 		k, err := a.keyOf(c.Request)

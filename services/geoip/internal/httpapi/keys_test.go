@@ -221,3 +221,30 @@ func median(v []float64) float64 {
 	sort.Float64s(s)
 	return s[len(s)/2]
 }
+
+// TestQueryKey: ?key= is read as url.ParseQuery reads it, wherever it stands among the
+// other parameters, and given twice it is refused.
+func TestQueryKey(t *testing.T) {
+	for _, tc := range []struct {
+		raw, key string
+		found    bool
+		fails    bool
+	}{
+		{"", "", false, false},
+		{"callback=cb", "", false, false},
+		{"key=abc", "abc", true, false},
+		{"callback=cb&key=a%2Bb", "a+b", true, false},
+		{"key=abc&callback=cb", "abc", true, false},
+		{"&&key=abc&", "abc", true, false},
+		{"monkey=abc", "", false, false},
+		{"xkey=1&key=2", "2", true, false},
+		{"key=", "", true, false},
+		{"key=a&key=b", "", false, true},
+		{"key=%zz", "", false, true},
+	} {
+		key, found, err := queryKey(tc.raw)
+		if key != tc.key || found != tc.found || (err != nil) != tc.fails {
+			t.Errorf("queryKey(%q) = %q %v %v, want %q %v, error %v", tc.raw, key, found, err, tc.key, tc.found, tc.fails)
+		}
+	}
+}

@@ -18,22 +18,25 @@ type Location = answer.Location
 type format struct {
 	name        string // path segment
 	contentType string
-	doc         apiserver.Format // its documentation; zero for JSON
+	body        apiserver.Body // what its body is, documented for contentType
 	summary     string
 }
 
 var formats = []format{
-	{"json", "application/json; charset=utf-8", apiserver.Format{}, "JSON"},
-	{"xml", "application/xml; charset=utf-8", apiserver.Format{MediaType: "application/xml", Kind: apiserver.FormatXML, XMLName: "root",
+	{"json", "application/json; charset=utf-8", apiserver.Body{}, "JSON"},
+	{"xml", "application/xml; charset=utf-8", apiserver.Body{Kind: apiserver.BodyXML, XMLName: "root",
 		Description: "ipapi.co's XML: <root> holding one element per field, named as the JSON keys and in their order; values as the plain-text field endpoints write them."},
 		"XML (<root> with one element per field)"},
-	{"csv", "text/csv; charset=utf-8", apiserver.Format{MediaType: "text/csv", Kind: apiserver.FormatText, Description: csvLayout()},
+	{"csv", "text/csv; charset=utf-8", apiserver.Body{Kind: apiserver.BodyText, Description: csvLayout()},
 		"CSV (a header line and a value line)"},
-	{"yaml", "application/yaml; charset=utf-8", apiserver.Format{MediaType: "application/yaml",
+	{"yaml", "application/yaml; charset=utf-8", apiserver.Body{
 		Description: "A YAML mapping with the JSON keys in their order; strings double-quoted."}, "YAML"},
-	{"jsonp", "application/javascript; charset=utf-8", apiserver.Format{MediaType: "application/javascript",
+	{"jsonp", "application/javascript; charset=utf-8", apiserver.Body{
 		Description: "/**/callback(<the JSON object>); the object is described here."}, "JSONP (callback(record);)"},
 }
+
+// plainText is the success answer of the field endpoints: text only.
+var plainText = apiserver.ResponseDoc{Content: map[string]apiserver.Body{"text/plain": {Kind: apiserver.BodyText}}}
 
 // csvLayout documents the CSV columns, read from the one field list every format walks.
 func csvLayout() string {
@@ -108,22 +111,21 @@ func (a *API) register() {
 	}}
 	keyed := a.identityLimit()
 	for _, f := range formats {
-		var docFormats []apiserver.Format
-		if f.doc.MediaType != "" {
-			docFormats = []apiserver.Format{f.doc}
-		}
+		// Each format's routes answer in its media type only (errors stay JSON).
+		mediaType, _, _ := strings.Cut(f.contentType, ";")
+		responses := map[int]apiserver.ResponseDoc{http.StatusOK: {Content: map[string]apiserver.Body{mediaType: f.body}}}
 		explicit := apiserver.Operation{
 			Method: http.MethodGet, URL: "/:ip/" + f.name + "/", Tags: []string{tagLookup},
 			Summary:     "Location of an address as " + f.summary,
 			Description: "Cache-Control: public; the ETag changes with the database and the local overrides. Reserved addresses answer 200 with reserved: true.",
-			Formats:     docFormats, NotJSON: docFormats != nil, ErrorBodies: addressErrors,
+			Responses:   responses, ErrorBodies: addressErrors,
 			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}
 		caller := apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + f.name + "/", Tags: []string{tagCaller},
-			Summary:     "Location of the caller as " + f.summary,
-			Description: "The caller is the TCP peer, or behind a proxy listed in TRUSTED_PROXIES the right-most untrusted X-Forwarded-For entry. Cache-Control: private.",
-			Formats:     docFormats, NotJSON: docFormats != nil,
+			Summary:       "Location of the caller as " + f.summary,
+			Description:   "The caller is the TCP peer, or behind a proxy listed in TRUSTED_PROXIES the right-most untrusted X-Forwarded-For entry. Cache-Control: private.",
+			Responses:     responses,
 			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}
 		if f.name == "jsonp" {
@@ -147,7 +149,11 @@ func (a *API) register() {
 		Method: http.MethodGet, URL: "/:ip/:field/", Tags: []string{tagLookup},
 		Summary:     "One field of an address's location, as plain text",
 		Description: "Unknown values are empty. Booleans are true/false; latlong is latitude,longitude.",
-		Produces:    []string{"text/plain"}, NotJSON: true, Responses: map[int]string{http.StatusNotFound: "No such field (the route is unknown)"}, ErrorBodies: addressErrors,
+		Responses: map[int]apiserver.ResponseDoc{
+			http.StatusOK:       plainText,
+			http.StatusNotFound: {Description: "No such field (the route is unknown)"},
+		},
+		ErrorBodies: addressErrors,
 		// One route per field: beside the format routes (/:ip/json/...), a :field
 		// wildcard would cost every lookup gin's way back (two allocations).
 		PathValues:    map[string][]string{"field": textFieldNames},
@@ -164,8 +170,8 @@ func (a *API) register() {
 		get, _ := answer.TextField(name)
 		apiserver.Register(a.srv, apiserver.Operation{
 			Method: http.MethodGet, URL: "/" + name + "/", Tags: []string{tagCaller},
-			Summary:  "The caller's " + name + ", as plain text",
-			Produces: []string{"text/plain"}, NotJSON: true,
+			Summary:       "The caller's " + name + ", as plain text",
+			Responses:     map[int]apiserver.ResponseDoc{http.StatusOK: plainText},
 			IdentityLimit: keyed, ErrorMap: ipapiErrors,
 		}, func(c *apiserver.Context[struct{}], _ *callerInput) (textAnswer, error) {
 			addr, err := a.callerAddr(c.Request)

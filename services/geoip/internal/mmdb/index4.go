@@ -124,7 +124,8 @@ func (x *index4) find(ip uint32) (node uint, depth int) {
 // offHeap returns n zeroed values outside the Go heap (offheap.Alloc), with the function
 // that frees them, or on the heap where mapping fails. The index and the zone table are
 // read-only tables of 5 and 2.5 MB: on the heap they counted as live data, and at the
-// service's GOGC=400 each live megabyte let the heap grow by four more before a collection.
+// service's GOGC (config.DefaultGCPercent) each live megabyte lets the heap grow by two or
+// more before a collection.
 func offHeap[T uint8 | uint16 | uint32](n int) ([]T, func() error) {
 	var zero T
 	if n == 0 {

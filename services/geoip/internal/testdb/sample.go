@@ -1,11 +1,11 @@
 package testdb
 
 import (
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/tz"
@@ -26,7 +26,7 @@ func EmbeddedSample(t testing.TB) *dbfile.Manager {
 			Fallback:     sample.Open,
 			TimeZones:    tz.New(),
 			PollInterval: -1,
-			Logger:       slog.New(slog.DiscardHandler),
+			Logger:       testkit.Logger(),
 			// A fixed winter instant: utc_offset is then known (-0800 for California).
 			Now: func() time.Time { return time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) },
 		})

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -21,13 +20,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/geoip/internal/binwriter"
 	"github.com/apistack/platform/services/geoip/internal/dbfile"
 	"github.com/apistack/platform/services/geoip/internal/sample"
 	"github.com/apistack/platform/services/geoip/internal/updater"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = testkit.Logger()
 
 func binWithCity(t testing.TB, city string) []byte {
 	t.Helper()

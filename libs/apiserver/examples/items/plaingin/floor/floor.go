@@ -31,10 +31,26 @@ type List struct {
 // Handler serves GET /items?limit=&offset= from stored, as the example
 // does: limit 1..100 (default 10), offset ≥ 0, 400 with a message
 // otherwise.
-func Handler(stored List) http.Handler {
+func Handler(stored List) http.Handler { return handler(stored, false) }
+
+// HandlerWithHeaders is Handler also sending the headers the library sends on
+// every answer (RateLimit-*, X-Content-Type-Options, X-Request-Id), with fixed
+// values of the same length: the floor that writes the same bytes, so a ratio
+// against it counts only the library's own work.
+func HandlerWithHeaders(stored List) http.Handler { return handler(stored, true) }
+
+func handler(stored List, headers bool) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.GET("/items", func(c *gin.Context) {
+		if headers {
+			h := c.Writer.Header()
+			h["Ratelimit-Limit"] = []string{"1000000000"}
+			h["Ratelimit-Remaining"] = []string{"999999999"}
+			h["Ratelimit-Reset"] = []string{"1"}
+			h["X-Content-Type-Options"] = []string{"nosniff"}
+			h["X-Request-Id"] = []string{"47137ac1534e-1"}
+		}
 		limit, offset := 10, 0
 		if v, ok := c.GetQuery("limit"); ok {
 			n, err := strconv.Atoi(v)
