@@ -61,14 +61,13 @@ type conn struct {
 	// most once. It goes off when a turn finds the queue empty.
 	awake bool
 
-	// Pacing (writers.go), under mu: when the last write began (unix
-	// nanos) and how many writes in a row carried several events but not
-	// a full frame (events reach the socket faster than the writers go
-	// round). due is when a paced connection leaves the pool's later FIFO
-	// (under the pool's lock).
-	wrote int64
-	busy  int
-	due   int64
+	// Pacing (writers.go), under mu: when the last write and the one
+	// before it began (unix nanos) and how many writes in a row were busy
+	// (settle). due is when a paced connection leaves the pool's later
+	// FIFO (under the pool's lock).
+	wrote, wrotePrev int64
+	busy             int
+	due              int64
 
 	user atomic.Pointer[chat.User]
 	// expiry closes the socket at its platform token's exp (nil for a
@@ -221,7 +220,7 @@ func (c *conn) next() (data []byte, events int, buf *bytes.Buffer) {
 		return nil, 0, nil
 	}
 	var first []byte
-	c.wrote = time.Now().UnixNano()
+	c.wrotePrev, c.wrote = c.wrote, time.Now().UnixNano()
 	for c.head < len(c.queue) {
 		f := c.queue[c.head]
 		if f.events() == 0 {
@@ -301,19 +300,26 @@ func (c *conn) writeTurn(r *runner) (more bool, due int64) {
 }
 
 // settle counts a write of events toward pacing and reports, as pending
-// does, whether more is queued. Several events in one frame came while
-// the connection waited for its turn: one more busy write. A single one
-// shows the socket keeps up, and a full frame that pacing would not fill
-// more (it would cap the socket at Batch events per Pace): not busy. A
-// control frame goes out alone whatever follows it, and counts for
+// does, whether more is queued. A busy write carried several events (they
+// came while the connection waited for its turn) at a rate at which a
+// paced write would carry at least busyEvents: events over the time since
+// the previous write began. Several events alone do not make a write busy:
+// the feed hands over the events that reached Redis together, so at a
+// modest rate (100 messages a second) writes carry two or three while
+// the socket keeps up, and pacing them would only add latency. A single
+// event shows the socket keeps up, and a full frame that pacing would not
+// fill more (it would cap the socket at Batch events per Pace): not busy.
+// A control frame goes out alone whatever follows it, and counts for
 // nothing.
 // When more is queued, due is when c may be written next (0: at once).
 func (c *conn) settle(events int) (more bool, due int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	pace := c.hub.writers.pace
 	switch {
 	case events == 0:
-	case events > 1 && events < c.hub.opts.Batch:
+	case events > 1 && events < c.hub.opts.Batch && c.wrotePrev != 0 &&
+		int64(events)*pace >= busyEvents*(c.wrote-c.wrotePrev):
 		c.busy++
 	default:
 		c.busy = 0

@@ -81,14 +81,15 @@
 // whose write is stuck for WriteTimeout.
 //
 // The one wait: a socket that stays backlogged (three writes in a row
-// carried several events each, but not a full frame) is paced, written at
-// most once per Options.Pace (16 ms). Unpaced, at saturation the runners
+// carried several events each, but not a full frame, at a rate that fills
+// a paced write with at least four) is paced, written at most once per
+// Options.Pace (16 ms). Unpaced, at saturation the runners
 // go round as fast as they can and each pass writes the few events that
 // came during the last: a write per socket per pass, most of a delivery's
 // CPU. Paced, a write carries the events of 16 ms, and the CPU the writes
 // no longer take goes to the sends. A socket that keeps up (one event per
-// write) is never held back, whatever the rate, so a moderate rate pays
-// no delay.
+// write, or the two or three the feed hands over together at a moderate
+// rate) is never held back, so a moderate rate pays no delay.
 //
 // A subscriber whose queue overflows is closed (4008) and recovers with
 // since=, never slowing the others.

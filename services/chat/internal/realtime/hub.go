@@ -46,7 +46,8 @@ type Options struct {
 	Writers int
 	// Pace is the least time between the starts of two writes to a socket
 	// that stays backlogged: whose last 3 writes each carried several
-	// events, but not a full frame of Batch (16 ms; negative: none). It
+	// events, but not a full frame of Batch, at a rate of at least 4 per
+	// Pace (16 ms; negative: none). It
 	// only holds back sockets that events reach faster than the writers
 	// go round, so that each write carries more of them; a socket that
 	// keeps up (one event per write) is written at once.

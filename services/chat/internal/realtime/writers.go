@@ -37,8 +37,9 @@ func DefaultWriters() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 // both; docs/benchmarks.md).
 //
 // A connection that stays backlogged (its last busyTurns writes each
-// carried several events, but not a full frame: they reach it faster than
-// the runners go round) is paced: it is written again once pace has passed
+// carried several events, but not a full frame, at a rate that would put
+// busyEvents in a paced write: they reach it faster than the runners go
+// round) is paced: it is written again once pace has passed
 // since its last write began, waiting meanwhile in a second FIFO, later,
 // whether more was queued after the write or comes after. At saturation
 // the runners would otherwise go round as fast as they can, each pass
@@ -82,6 +83,12 @@ type writers struct {
 // connection paced: a burst now and then is written as fast as ever, only
 // a rate that keeps the runners behind is paced.
 const busyTurns = 3
+
+// busyEvents is the least number of events a paced write would carry, at
+// the rate the last write saw, for that write to count as busy: below it,
+// pacing saves few system calls and costs every event up to a pace of
+// latency.
+const busyEvents = 4
 
 // runner is one writer goroutine.
 type runner struct {
