@@ -64,16 +64,20 @@ type Counter struct {
 	max      int
 	now      func() time.Time
 	// fixedClock: Config.Now was given (tests), and is read for every request. Else
-	// days are counted from base on the monotonic clock (see today).
+	// days are counted from base on the monotonic clock, and a timer moves cur to the
+	// next day's table at each UTC midnight, so that Add reads no clock at all (see
+	// rollover).
 	fixedClock bool
 	base       time.Time
 	baseUnix   int64
+	midnight   *time.Timer
 
-	// pending holds the counts not yet written, one entry per principal and day, kept
-	// (and zeroed by each flush) until the day is over: Add is then a lock-free read and
-	// an atomic add, and a flush never races an Add out of its increment.
-	pending  sync.Map // pendingKey → *pendingCounts
-	npending atomic.Int64
+	// cur is the current day's table; tables holds every day with counts not yet
+	// dropped (today's, yesterday's until the next day, and any a restore brought back).
+	cur      atomic.Pointer[dayTable]
+	tablesMu sync.Mutex
+	tables   map[int64]*dayTable
+	npending atomic.Int64 // entries in all tables, bounded by max
 	dropped  atomic.Int64
 
 	flushMu sync.Mutex // one flush at a time, so a day's increments are written in order
@@ -82,17 +86,31 @@ type Counter struct {
 	once    sync.Once
 }
 
-type pendingKey struct {
-	day int64 // days since the Unix epoch, UTC
-	id  string
+// dayTable holds one day's pending counts, one entry per principal, kept (and zeroed by
+// each flush) until the day is over: Add is then a read of a plain map and an atomic
+// add, and a flush never races an Add out of its increment. New principals go to dirty,
+// under mu, until the next flush copies them into a new read-only map: the copy is paid
+// once per flush that met new principals, not per request.
+type dayTable struct {
+	day   int64 // days since the Unix epoch, UTC
+	ro    atomic.Pointer[map[string]*pendingCounts]
+	mu    sync.Mutex
+	dirty map[string]*pendingCounts
 }
 
 type pendingCounts struct{ allowed, limited atomic.Int64 }
 
+func newDayTable(day int64) *dayTable {
+	t := &dayTable{day: day, dirty: map[string]*pendingCounts{}}
+	ro := map[string]*pendingCounts{}
+	t.ro.Store(&ro)
+	return t
+}
+
 // New returns a Counter; call Run to flush in the background, or Flush yourself.
 func New(cfg Config) *Counter {
 	c := &Counter{store: cfg.Store, interval: cfg.FlushInterval, max: cfg.MaxPending, now: cfg.Now,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		tables: map[int64]*dayTable{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if c.store == nil {
 		c.store = NewMemory(0)
 	}
@@ -109,19 +127,53 @@ func New(cfg Config) *Counter {
 	} else {
 		c.fixedClock = true
 	}
+	c.cur.Store(c.table(c.today()))
+	if !c.fixedClock {
+		c.midnight = time.AfterFunc(c.untilMidnight(), c.rollover)
+	}
 	return c
 }
 
 func dayNumber(t time.Time) int64 { return t.Unix() / 86400 }
 
 // today is the current day number. With the real clock it reads only the monotonic
-// clock, from the wall time at New: time.Now reads both, a cost per request that Add
-// has no use for (the day may then lag a wall-clock step, until the next New).
+// clock, from the wall time at New: time.Now reads both (the day may then lag a
+// wall-clock step, until the next New).
 func (c *Counter) today() int64 {
 	if c.fixedClock {
 		return dayNumber(c.now())
 	}
 	return (c.baseUnix + int64(time.Since(c.base)/time.Second)) / 86400
+}
+
+// untilMidnight is the time left in the current UTC day, on the clock today reads.
+func (c *Counter) untilMidnight() time.Duration {
+	secs := c.baseUnix + int64(time.Since(c.base)/time.Second)
+	return time.Duration(86400-secs%86400) * time.Second
+}
+
+// rollover makes the new day's table current and arms the next midnight. A timer fires
+// a little late (milliseconds), and a request counted meanwhile is the old day's: the
+// price of not reading a clock per request (time.Since costs more than the rest of Add).
+func (c *Counter) rollover() {
+	c.cur.Store(c.table(c.today()))
+	select {
+	case <-c.stop:
+	default:
+		c.midnight.Reset(c.untilMidnight())
+	}
+}
+
+// table is day's table, made if it is new.
+func (c *Counter) table(day int64) *dayTable {
+	c.tablesMu.Lock()
+	defer c.tablesMu.Unlock()
+	t := c.tables[day]
+	if t == nil {
+		t = newDayTable(day)
+		c.tables[day] = t
+	}
+	return t
 }
 
 // DayString is the day as counts name it, YYYY-MM-DD in UTC.
@@ -134,10 +186,19 @@ func (c *Counter) Add(id string, allowed bool) error {
 	if len(id) > MaxIDLength {
 		return ErrIDTooLong
 	}
-	p := c.entry(pendingKey{day: c.today(), id: id})
+	t := c.cur.Load()
+	if c.fixedClock {
+		if day := c.today(); day != t.day {
+			t = c.table(day)
+			c.cur.Store(t)
+		}
+	}
+	p := (*t.ro.Load())[id]
 	if p == nil {
-		c.dropped.Add(1)
-		return nil
+		if p = c.entry(t, id); p == nil {
+			c.dropped.Add(1)
+			return nil
+		}
 	}
 	if allowed {
 		p.allowed.Add(1)
@@ -147,19 +208,28 @@ func (c *Counter) Add(id string, allowed bool) error {
 	return nil
 }
 
-// entry is k's pending counts, made if there is room (nil if not).
-func (c *Counter) entry(k pendingKey) *pendingCounts {
-	if v, ok := c.pending.Load(k); ok {
-		return v.(*pendingCounts)
+// entry is id's pending counts in t, made if there is room (nil if not).
+func (c *Counter) entry(t *dayTable, id string) *pendingCounts {
+	if p := (*t.ro.Load())[id]; p != nil {
+		return p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Again under mu: a take may have moved id from dirty into a new read-only map
+	// since the read above, and a second entry for id would lose counts.
+	if p := (*t.ro.Load())[id]; p != nil {
+		return p
+	}
+	if p := t.dirty[id]; p != nil {
+		return p
 	}
 	if c.npending.Load() >= int64(c.max) {
 		return nil
 	}
-	v, loaded := c.pending.LoadOrStore(k, new(pendingCounts))
-	if !loaded {
-		c.npending.Add(1)
-	}
-	return v.(*pendingCounts)
+	p := new(pendingCounts)
+	t.dirty[id] = p
+	c.npending.Add(1)
+	return p
 }
 
 // Dropped is how many requests were not counted because MaxPending principals were
@@ -173,40 +243,89 @@ func (c *Counter) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	today := c.today()
-	byDay := map[int64]map[string]Counts{}
-	c.pending.Range(func(key, v any) bool {
-		k, p := key.(pendingKey), v.(*pendingCounts)
-		got := Counts{Allowed: p.allowed.Swap(0), Limited: p.limited.Swap(0)}
-		if k.day < today-1 {
-			// Two days gone: no request counts there any more.
-			c.pending.Delete(k)
-			c.npending.Add(-1)
+	c.tablesMu.Lock()
+	tables := make([]*dayTable, 0, len(c.tables))
+	for day, t := range c.tables {
+		tables = append(tables, t)
+		if day < today-1 {
+			// Two days gone: no request counts there any more. Its last counts are
+			// read below; an Add still holding it (a stale cur) is not possible, as cur
+			// moved on a day ago.
+			delete(c.tables, day)
 		}
-		if got.Allowed == 0 && got.Limited == 0 {
-			return true
-		}
-		d := byDay[k.day]
-		if d == nil {
-			d = map[string]Counts{}
-			byDay[k.day] = d
-		}
-		d[k.id] = got
-		return true
-	})
+	}
+	c.tablesMu.Unlock()
 	var errs []error
-	for day, deltas := range byDay {
-		if err := c.store.Add(ctx, dayOf(day), deltas); err != nil {
+	for _, t := range tables {
+		deltas := t.take()
+		if t.day < today-1 {
+			c.npending.Add(-int64(t.len()))
+		}
+		if len(deltas) == 0 {
+			continue
+		}
+		if err := c.store.Add(ctx, dayOf(t.day), deltas); err != nil {
 			errs = append(errs, err)
-			c.restore(day, deltas)
+			c.restore(t.day, deltas)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// take zeroes t's counts and returns those that were not zero; the principals met since
+// the last take move into a new read-only map.
+func (t *dayTable) take() map[string]Counts {
+	t.mu.Lock()
+	ro := *t.ro.Load()
+	if len(t.dirty) > 0 {
+		next := make(map[string]*pendingCounts, len(ro)+len(t.dirty))
+		for id, p := range ro {
+			next[id] = p
+		}
+		for id, p := range t.dirty {
+			next[id] = p
+		}
+		t.ro.Store(&next)
+		t.dirty = map[string]*pendingCounts{}
+		ro = next
+	}
+	t.mu.Unlock()
+	var deltas map[string]Counts
+	for id, p := range ro {
+		got := Counts{Allowed: p.allowed.Swap(0), Limited: p.limited.Swap(0)}
+		if got.Allowed == 0 && got.Limited == 0 {
+			continue
+		}
+		if deltas == nil {
+			deltas = map[string]Counts{}
+		}
+		deltas[id] = got
+	}
+	return deltas
+}
+
+// len is the number of principals t holds.
+func (t *dayTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(*t.ro.Load()) + len(t.dirty)
+}
+
+// find is id's pending counts in t, nil if none.
+func (t *dayTable) find(id string) *pendingCounts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := (*t.ro.Load())[id]; p != nil {
+		return p
+	}
+	return t.dirty[id]
+}
+
 // restore puts counts that could not be written back among the pending ones.
 func (c *Counter) restore(day int64, deltas map[string]Counts) {
+	t := c.table(day)
 	for id, d := range deltas {
-		p := c.entry(pendingKey{day: day, id: id})
+		p := c.entry(t, id)
 		if p == nil {
 			c.dropped.Add(d.Allowed + d.Limited)
 			continue
@@ -228,10 +347,14 @@ func (c *Counter) Day(ctx context.Context, id string, t time.Time) (Counts, erro
 	if err != nil {
 		return Counts{}, err
 	}
-	if v, ok := c.pending.Load(pendingKey{day: n, id: id}); ok {
-		p := v.(*pendingCounts)
-		got.Allowed += p.allowed.Load()
-		got.Limited += p.limited.Load()
+	c.tablesMu.Lock()
+	tbl := c.tables[n]
+	c.tablesMu.Unlock()
+	if tbl != nil {
+		if p := tbl.find(id); p != nil {
+			got.Allowed += p.allowed.Load()
+			got.Limited += p.limited.Load()
+		}
 	}
 	got.Day = dayOf(n)
 	return got, nil
@@ -256,9 +379,14 @@ func (c *Counter) Run(onErr func(error)) {
 	}
 }
 
-// Close stops Run (if it runs) and flushes what is pending.
+// Close stops Run (if it runs) and the midnight timer, and flushes what is pending.
 func (c *Counter) Close(ctx context.Context, running bool) error {
-	c.once.Do(func() { close(c.stop) })
+	c.once.Do(func() {
+		close(c.stop)
+		if c.midnight != nil {
+			c.midnight.Stop()
+		}
+	})
 	if running {
 		<-c.done
 	}
