@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"regexp"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +45,29 @@ type Set struct {
 	byDigest map[uint64]*entry
 	byName   map[string]*Key
 	n        int
+	seen     *seenKeys
+}
+
+// seenKeys remembers keys that were presented and found, so that a key presented again
+// (a customer's every request) costs two seeded 64-bit hashes instead of SHA-256, about a
+// ninth of the time (BenchmarkLookup). It holds no key text: a slot is the two hashes of
+// a found key and its entry. A presented text matches a slot only if both hashes match:
+// with seeds drawn at random per Set, 128 bits no caller can aim at, so a text that is not
+// the key cannot pass as it, and a miss costs what a lookup cost before. Unknown keys are
+// never remembered, so guessing fills nothing. Slots are overwritten by the last key
+// hashed to them; a Set is replaced whole when the file changes, its slots with it.
+type seenKeys struct {
+	seedA, seedB maphash.Seed
+	slots        [seenSlots]atomic.Pointer[seenKey]
+}
+
+func newSeenKeys() *seenKeys { return &seenKeys{seedA: maphash.MakeSeed(), seedB: maphash.MakeSeed()} }
+
+const seenSlots = 1024 // 8 KiB of pointers: more keys than most files hold, each in its slot
+
+type seenKey struct {
+	a, b uint64
+	e    *entry
 }
 
 type entry struct {
@@ -91,7 +116,8 @@ func Parse(data []byte) (*Set, error) {
 	if len(keys) > MaxKeys {
 		return nil, fmt.Errorf("keys file: %d keys, more than the %d allowed", len(keys), MaxKeys)
 	}
-	s := &Set{byDigest: make(map[uint64]*entry, len(keys)), byName: make(map[string]*Key, len(keys)), n: len(keys)}
+	s := &Set{byDigest: make(map[uint64]*entry, len(keys)), byName: make(map[string]*Key, len(keys)), n: len(keys),
+		seen: newSeenKeys()}
 	for i, k := range keys {
 		e, err := check(k)
 		if err != nil {
@@ -150,18 +176,34 @@ func (s *Set) Len() int { return s.n }
 // Lookup finds the key presented. The set holds digests only: the presented key is hashed
 // and its digest found in a map, then compared in constant time. The map's timing can
 // depend only on the digest, which an attacker cannot steer toward a real key's without
-// knowing it, so it reveals nothing about the keys.
+// knowing it, so it reveals nothing about the keys. A key found before is found by its
+// seeded hashes first (see seenKeys).
 func (s *Set) Lookup(presented string) (Key, bool) {
 	if s == nil || len(presented) > MaxKeyLength {
 		return Key{}, false
 	}
+	a, b := maphash.String(s.seen.seedA, presented), maphash.String(s.seen.seedB, presented)
+	slot := &s.seen.slots[a%seenSlots]
+	if k := slot.Load(); k != nil && k.a == a && k.b == b {
+		return k.e.key, true
+	}
+	e := s.byDigestOf(presented)
+	if e == nil {
+		return Key{}, false
+	}
+	slot.Store(&seenKey{a: a, b: b, e: e})
+	return e.key, true
+}
+
+// byDigestOf is the entry of the key presented, found by its SHA-256 digest; nil if none.
+func (s *Set) byDigestOf(presented string) *entry {
 	d := sha256.Sum256([]byte(presented))
 	for e := s.byDigest[digestPrefix(&d)]; e != nil; e = e.next {
 		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 {
-			return e.key, true
+			return e
 		}
 	}
-	return Key{}, false
+	return nil
 }
 
 // ByName is the key named name (for its limit when answering usage).

@@ -19,7 +19,7 @@ func TestLookupWalksDigestsSharingTheirPrefix(t *testing.T) {
 		{real, {digest: decoy, key: Key{Name: "decoy", Max: 2}}},
 	} {
 		chain[0].next, chain[1].next = chain[1], nil
-		s := &Set{byDigest: map[uint64]*entry{digestPrefix(&d): chain[0]}, n: 2}
+		s := &Set{byDigest: map[uint64]*entry{digestPrefix(&d): chain[0]}, n: 2, seen: newSeenKeys()}
 		if k, ok := s.Lookup(key); !ok || k.Name != "real" {
 			t.Errorf("Lookup with %s first = %+v %v, want the real key", chain[0].key.Name, k, ok)
 		}
