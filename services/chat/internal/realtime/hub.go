@@ -91,57 +91,27 @@ type Options struct {
 }
 
 func (o *Options) fill() error {
-	if o.QueueSize <= 0 {
-		o.QueueSize = 1024
-	}
-	if o.Batch <= 0 {
-		o.Batch = 64
-	}
-	if o.Writers <= 0 {
-		o.Writers = DefaultWriters()
-	}
+	orDefault(&o.QueueSize, 1024)
+	orDefault(&o.Batch, 64)
+	orDefault(&o.Writers, DefaultWriters())
+	orDefault(&o.ReadLimit, 100)
+	orDefault(&o.MaxFrameBytes, 4096)
+	orDefault(&o.PingInterval, 25*time.Second)
+	orDefault(&o.PongTimeout, 10*time.Second)
+	orDefault(&o.WriteTimeout, 10*time.Second)
+	orDefault(&o.SendTimeout, 10*time.Second)
+	orDefault(&o.SendRate, 5)
+	orDefault(&o.SendBurst, 10)
+	orDefault(&o.AuthTimeout, 10*time.Second)
+	orDefault(&o.RoomLinger, 30*time.Second)
+	orDefault(&o.PresenceInterval, 10*time.Second)
+	orDefault(&o.PresenceDebounce, 200*time.Millisecond)
 	if o.Pace == 0 {
 		o.Pace = 16 * time.Millisecond
 	}
 	if o.Limits == nil {
 		l := DefaultLimits
 		o.Limits = &l
-	}
-	if o.ReadLimit <= 0 {
-		o.ReadLimit = 100
-	}
-	if o.MaxFrameBytes <= 0 {
-		o.MaxFrameBytes = 4096
-	}
-	if o.PingInterval <= 0 {
-		o.PingInterval = 25 * time.Second
-	}
-	if o.PongTimeout <= 0 {
-		o.PongTimeout = 10 * time.Second
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 10 * time.Second
-	}
-	if o.SendTimeout <= 0 {
-		o.SendTimeout = 10 * time.Second
-	}
-	if o.SendRate <= 0 {
-		o.SendRate = 5
-	}
-	if o.SendBurst <= 0 {
-		o.SendBurst = 10
-	}
-	if o.AuthTimeout <= 0 {
-		o.AuthTimeout = 10 * time.Second
-	}
-	if o.RoomLinger <= 0 {
-		o.RoomLinger = 30 * time.Second
-	}
-	if o.PresenceInterval <= 0 {
-		o.PresenceInterval = 10 * time.Second
-	}
-	if o.PresenceDebounce <= 0 {
-		o.PresenceDebounce = 200 * time.Millisecond
 	}
 	if o.Presence == nil {
 		o.Presence = NewLocalPresence()
@@ -164,6 +134,13 @@ func (o *Options) fill() error {
 		}
 	}
 	return nil
+}
+
+// orDefault sets an option left unset (zero or negative) to its default.
+func orDefault[T ~int | ~int64 | ~float64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // Sources are what live delivery needs of the engine beside the
