@@ -22,7 +22,7 @@ func TestRolloverMovesAddToTheNextDay(t *testing.T) {
 	}
 	_ = c.Add("acme", true)
 	// A day passes on the counter's clock: what the timer sees at midnight.
-	c.baseUnix += 86400
+	c.baseNano += nanosPerDay
 	c.rollover()
 	if got := c.cur.Load().day; got != day+1 {
 		t.Fatalf("after rollover the current day is %d, want %d", got, day+1)

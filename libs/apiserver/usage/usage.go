@@ -69,7 +69,7 @@ type Counter struct {
 	// rollover).
 	fixedClock bool
 	base       time.Time
-	baseUnix   int64
+	baseNano   int64 // base as Unix nanoseconds
 	midnight   *time.Timer
 
 	// cur is the current day's table; tables holds every day with counts not yet
@@ -123,7 +123,7 @@ func New(cfg Config) *Counter {
 	if c.now == nil {
 		c.now = time.Now
 		c.base = time.Now()
-		c.baseUnix = c.base.Unix()
+		c.baseNano = c.base.UnixNano()
 	} else {
 		c.fixedClock = true
 	}
@@ -143,13 +143,17 @@ func (c *Counter) today() int64 {
 	if c.fixedClock {
 		return dayNumber(c.now())
 	}
-	return (c.baseUnix + int64(time.Since(c.base)/time.Second)) / 86400
+	return c.nowNano() / nanosPerDay
 }
+
+const nanosPerDay = int64(24 * time.Hour)
+
+// nowNano is the Unix time in nanoseconds on the real clock's monotonic reading.
+func (c *Counter) nowNano() int64 { return c.baseNano + int64(time.Since(c.base)) }
 
 // untilMidnight is the time left in the current UTC day, on the clock today reads.
 func (c *Counter) untilMidnight() time.Duration {
-	secs := c.baseUnix + int64(time.Since(c.base)/time.Second)
-	return time.Duration(86400-secs%86400) * time.Second
+	return time.Duration(nanosPerDay - c.nowNano()%nanosPerDay)
 }
 
 // rollover makes the new day's table current and arms the next midnight. A timer fires
