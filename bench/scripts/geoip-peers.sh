@@ -158,5 +158,5 @@ for pair in mmdb/bin bin/echoip mmdb/echoip; do
 		awk -v p="$pair" '{x[NR]=$1; s+=$1} END {m = NR % 2 ? x[(NR+1)/2] : (x[NR/2]+x[NR/2+1])/2; printf "# %s throughput: mean %.3f, median %.3f, range %.3f-%.3f over %d rounds\n", p, s/NR, m, x[1], x[NR], NR}'
 done
 awk '{w[$3]+=$6; c[$3]+=$7} END {for (k in w) printf "# %s: server %.1f CPU-s, wrk %.1f CPU-s over its runs\n", k, c[k], w[k]}' "$results" | sort
-echo "# resident memory after the runs: bin $(rss "$bin_pid") MB, mmdb $(rss "$mmdb_pid") MB, echoip $(rss "$echoip_pid") MB"
+echo "# resident memory after the runs: bin $(rss "$bin_pid") MiB, mmdb $(rss "$mmdb_pid") MiB, echoip $(rss "$echoip_pid") MiB"
 rm -f "$results"
