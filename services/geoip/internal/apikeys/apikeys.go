@@ -1,5 +1,6 @@
 // Package apikeys holds geoip's API keys (GEOIP_KEYS_FILE): a file checked whole, each key
-// kept only as its SHA-256 digest beside its name and rate limit, and found by a key.
+// kept only as its SHA-256 digest beside its name and rate limit (and, once presented, two
+// seeded hashes of it), and found by a key.
 package apikeys
 
 import (
@@ -37,7 +38,8 @@ type Key struct {
 	Window time.Duration // GCRA's: Max requests at once, then one every Window/Max
 }
 
-// Set is a parsed keys file; it never changes once made.
+// Set is a parsed keys file: its keys never change once made, only which of them it
+// remembers as seen (seenKeys).
 type Set struct {
 	// byDigest finds a digest by its first 8 bytes: a map of 8-byte keys hashes and
 	// compares faster than one of 32, on every keyed request. Entries whose digests share
