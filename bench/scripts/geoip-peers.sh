@@ -16,8 +16,18 @@
 #
 #   bench/scripts/geoip-peers.sh
 #
+# Each server is its own copy of its binary, as one deployment is: geoip drops the pages of
+# its executable that start-up read once (internal/exepages, MADV_PAGEOUT), which the kernel
+# does only for pages no other process maps; two servers of one file kept each other's 24 MiB
+# resident and counted them twice.
+#
+# PIN=1 gives the servers the first CPU and wrk the others (taskset): the throughput is
+# then each server's own, where on shared CPUs wrk's share (about 0.6 of a server's CPU)
+# dilutes every ratio towards 1. Unpinned (PIN=0, the default) the ratios per server
+# CPU-second show the same thing.
+#
 # Environment: ROUNDS (6: each server twice in each position), DURATION (10s), WARMUP (10s; 0s
-# skips it), CONNS (64), THREADS (2), BIN_DB, MMDB_DB (the services/geoip/testdata/.cache
+# skips it), CONNS (64), THREADS (2), PIN (0), BIN_DB, MMDB_DB (the services/geoip/testdata/.cache
 # files), ECHOIP_SRC, ECHOIP_VERSION (latest), PORT_BASE (18321: three ports from it).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -33,6 +43,7 @@ warmup=${WARMUP:-10s}
 conns=${CONNS:-64}
 threads=${THREADS:-2}
 base=${PORT_BASE:-18321}
+pin=${PIN:-0}
 for f in "$bin_db" "$mmdb_db"; do
 	if [[ ! -f $f ]]; then
 		echo "geoip-peers.sh: $f: no such file; run 'make geoip-bin' (it decompresses the MMDB too)" >&2
@@ -45,6 +56,15 @@ command -v wrk >/dev/null || {
 }
 
 ports_free "$base" "$((base + 1))" "$((base + 2))"
+# on SERVER CMD...: runs CMD on the servers' CPUs; wrk CMD... on wrk's (PIN=1).
+server_on=() wrk_on=()
+if [[ $pin == 1 ]]; then
+	if (($(nproc) < 2)) || ! command -v taskset >/dev/null; then
+		echo "geoip-peers.sh: PIN=1 needs two CPUs and taskset" >&2
+		exit 1
+	fi
+	server_on=(taskset -c 0) wrk_on=(taskset -c "1-$(($(nproc) - 1))")
+fi
 scratch
 
 # echoip, built outside the repository.
@@ -69,13 +89,15 @@ else
 fi
 go_build bench ./cmd/mmdbnested
 go_build services/geoip ./cmd/geoip
+cp "$work/geoip" "$work/geoip-bin"
+cp "$work/geoip" "$work/geoip-mmdb"
 "$work/mmdbnested" -o "$work/dbip-city-nested.mmdb" "$mmdb_db" >/dev/null
 
 # serve NAME DB PORT: geoip as bench/scripts/geoip-http.sh runs it (production, access logs
 # off, the loopback load generator exempt from the rate limit).
 serve() {
 	HOST=127.0.0.1 PORT=$3 GEOIP_DB=$2 APP_ENV=production LOG_LEVEL=warn RATE_LIMIT_ALLOW=127.0.0.1 \
-		"$work/geoip" serve &
+		"${server_on[@]}" "$work/geoip-$1" serve &
 	pids+=("$!")
 }
 serve bin "$bin_db" "$base"
@@ -84,7 +106,7 @@ serve mmdb "$mmdb_db" "$((base + 1))"
 mmdb_pid=${pids[-1]}
 # echoip as its README runs it, on its default settings (no response cache), from its
 # source folder (its HTML templates).
-(cd "$work/echoip-src" && exec "$work/echoip" -c "$work/dbip-city-nested.mmdb" -l "127.0.0.1:$((base + 2))" 2>/dev/null) &
+(cd "$work/echoip-src" && exec "${server_on[@]}" "$work/echoip" -c "$work/dbip-city-nested.mmdb" -l "127.0.0.1:$((base + 2))" 2>/dev/null) &
 echoip_pid=$!
 pids+=("$echoip_pid")
 
@@ -115,7 +137,7 @@ run() {
 	s0=$(cpu "$pid")
 	{
 		TIMEFORMAT='%U %S'
-		time GEOIP_PATH_FORMAT=$fmt GEOIP_SEED=${3:-0} wrk -t"$threads" -c"$conns" -d"$2" --latency -s "$here/geoip-random.lua" "$url" >"$out"
+		time GEOIP_PATH_FORMAT=$fmt GEOIP_SEED=${3:-0} "${wrk_on[@]}" wrk -t"$threads" -c"$conns" -d"$2" --latency -s "$here/geoip-random.lua" "$url" >"$out"
 	} 2>"$tf"
 	s1=$(cpu "$pid")
 	if grep -q "Non-2xx" "$out"; then
@@ -129,7 +151,7 @@ run() {
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3)," \
-	"$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds after a warm-up of $warmup"
+	"$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds after a warm-up of $warmup, $([[ $pin == 1 ]] && echo "servers on CPU 0, wrk on the others" || echo "CPUs shared")"
 echo "# geoip $(git -C "$root" rev-parse --short HEAD): BIN $(basename "$bin_db") ($(stat -c %s "$bin_db") bytes)," \
 	"MMDB $(basename "$mmdb_db") ($(stat -c %s "$mmdb_db") bytes); echoip $echoip_version on the same MMDB in the GeoIP2 layout ($(stat -c %s "$work/dbip-city-nested.mmdb") bytes)"
 echo "# answer fields: geoip $(curl -fs "http://127.0.0.1:$base/8.8.8.8/json/" | tr ',' '\n' | grep -c '":'), echoip $(curl -fs "http://127.0.0.1:$((base + 2))/json?ip=8.8.8.8" | tr ',' '\n' | grep -c '":')"
