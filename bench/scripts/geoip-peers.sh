@@ -21,10 +21,11 @@
 # does only for pages no other process maps; two servers of one file kept each other's 24 MiB
 # resident and counted them twice.
 #
-# PIN=1 gives the servers the first CPU and wrk the others (taskset): the throughput is
-# then each server's own, where on shared CPUs wrk's share (about 0.6 of a server's CPU)
-# dilutes every ratio towards 1. Unpinned (PIN=0, the default) the ratios per server
-# CPU-second show the same thing.
+# PIN=1 gives the servers the first CPU and wrk the others (taskset): each server then
+# runs on one CPU of its own (GOMAXPROCS 1, as in a container limited to one CPU) and wrk
+# takes nothing from it. On shared CPUs (PIN=0, the default) wrk's share, about 0.6 of a
+# server's CPU, dilutes the throughput ratios towards 1; the ratios per server CPU-second
+# take it out. The two need not agree: docs/benchmarks.md has both.
 #
 # Environment: ROUNDS (6: each server twice in each position), DURATION (10s), WARMUP (10s; 0s
 # skips it), CONNS (64), THREADS (2), PIN (0), BIN_DB, MMDB_DB (the services/geoip/testdata/.cache
@@ -56,7 +57,7 @@ command -v wrk >/dev/null || {
 }
 
 ports_free "$base" "$((base + 1))" "$((base + 2))"
-# on SERVER CMD...: runs CMD on the servers' CPUs; wrk CMD... on wrk's (PIN=1).
+# The commands' prefixes that put the servers and wrk on their CPUs (PIN=1; else none).
 server_on=() wrk_on=()
 if [[ $pin == 1 ]]; then
 	if (($(nproc) < 2)) || ! command -v taskset >/dev/null; then
