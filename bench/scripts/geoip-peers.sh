@@ -114,7 +114,8 @@ mmdb_pid=${pids[-1]}
 echoip_pid=$!
 pids+=("$echoip_pid")
 # The floor, on the HTTP server settings of the bench servers (bench/internal/serve: the
-# same four timeouts as the library's, which echoip does not set).
+# four timeouts the library's server sets, ReadHeader, Read, Write and Idle, each a deadline
+# set per request whatever its value; echoip sets none).
 "${server_on[@]}" "$work/geoipfloor" -headers -addr "127.0.0.1:$((base + 3))" >/dev/null &
 floor_pid=$!
 pids+=("$floor_pid")
