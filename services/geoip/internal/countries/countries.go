@@ -13,7 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/text/language"
-	"golang.org/x/text/language/display"
+
+	"github.com/apistack/platform/services/geoip/internal/lookup"
 )
 
 // Facts are what is known about one country.
@@ -63,7 +64,6 @@ var table = build()
 func build() *[26 * 26]Facts {
 	var t [26 * 26]Facts
 	eu := language.MustParseRegion("EU")
-	names := display.English.Regions()
 	for a := byte('A'); a <= 'Z'; a++ {
 		for b := byte('A'); b <= 'Z'; b++ {
 			code := string([]byte{a, b})
@@ -71,7 +71,8 @@ func build() *[26 * 26]Facts {
 			if err != nil || !r.IsCountry() {
 				continue
 			}
-			f := Facts{Name: names.Name(r), InEU: eu.Contains(r) && !leftEU[code]}
+			// The name as databases without names get it (lookup's table, from x/text).
+			f := Facts{Name: lookup.CountryName(code), InEU: eu.Contains(r) && !leftEU[code]}
 			for _, c := range continents {
 				if c.area.Contains(r) {
 					f.Continent = c.code
