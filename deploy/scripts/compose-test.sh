@@ -50,7 +50,7 @@ die() { printf 'compose-test: %s\n' "$*" >&2; exit 1; }
 
 # No fixed port or subnet: a developer's own stack (8080, 172.30.80.0/24) or another
 # test may hold them.
-# shellcheck source=deploy/scripts/netfree.sh
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
 . "$repo/deploy/scripts/netfree.sh"
 export PROXY_BIND=127.0.0.1
 export PROXY_PORT=${PROXY_PORT:-$(free_port)} PROMETHEUS_PORT=${PROMETHEUS_PORT:-$(free_port)}

@@ -195,7 +195,7 @@ docker network create --label "$label" --internal "$back" >/dev/null
 
 # Each replica's published port is picked free once (fixed from then on, so a killed
 # replica comes back on the same one).
-# shellcheck source=deploy/scripts/netfree.sh
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
 . "$repo/deploy/scripts/netfree.sh"
 ports=("$(free_port)" "$(free_port)")
 [ "${ports[0]}" != "${ports[1]}" ] || ports[1]=$(free_port)

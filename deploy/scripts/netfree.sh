@@ -1,20 +1,21 @@
 # shellcheck shell=bash
-# netfree.sh: sourced by the Docker tests (compose-test.sh, fault-test.sh) to pick what
-# must not be fixed on a shared machine: a free TCP port on 127.0.0.1 and an IPv4 /24
-# that no Docker network holds. Each function prints its pick or, when none is found,
-# an error naming what to stop, and returns 1.
+# netfree.sh: sourced by the scripts that start servers (the Docker tests, run-check.sh,
+# bench/scripts/lib.sh) to pick what must not be fixed on a shared machine: a free TCP
+# port on 127.0.0.1 and an IPv4 /24 that no Docker network holds. Each function prints
+# its pick or, when none is found, an error naming what to stop, and returns 1.
 
-# free_port: a TCP port nothing listens on at 127.0.0.1 (from 20000-39999).
+# free_port: a TCP port nothing listens on now at 127.0.0.1 (from 20000-59999; not
+# race-free, but a server that loses the race fails loudly).
 free_port() {
 	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 20000))
+	for _ in $(seq 200); do
+		p=$((20000 + RANDOM % 40000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
 		fi
 	done
-	echo "no free TCP port found on 127.0.0.1 in 20000-39999" >&2
+	echo "no free TCP port found on 127.0.0.1 in 20000-59999" >&2
 	return 1
 }
 
