@@ -281,7 +281,7 @@ ENTRYPOINT
 	finish "$dir"
 	import "$dir" "$tag" "ENV PATH=/$bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		"ENV PGDATA=/var/lib/postgresql/data" "USER postgres" "WORKDIR /var/lib/postgresql" \
-		"VOLUME /var/lib/postgresql/data" "EXPOSE 5432" "STOPSIGNAL SIGINT" \
+		"VOLUME /var/lib/postgresql/data" "EXPOSE 5432" \
 		'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' 'CMD ["postgres"]'
 }
 
