@@ -107,8 +107,8 @@ func databaseHealth(maxAge time.Duration, city, asnDB *dbfile.Manager) map[strin
 		case h.Stale && m.Info().Source == sample.Source:
 			h.Message = fmt.Sprintf("the embedded sample was built %d days ago: set GEOIP_DB, or GEOIP_UPDATE_SOURCE to download current data", h.AgeDays)
 		case h.Stale:
-			h.Message = fmt.Sprintf("the %s database was built %d days ago, longer ago than GEOIP_DB_MAX_AGE (%s): its updates are failing or not configured (GEOIP_UPDATE_SOURCE)",
-				m.Name(), h.AgeDays, maxAge)
+			h.Message = fmt.Sprintf("the %s database was built %d days ago, more than GEOIP_DB_MAX_AGE (%d days): its updates are failing or not configured (GEOIP_UPDATE_SOURCE)",
+				m.Name(), h.AgeDays, h.MaxAgeDays)
 		}
 		out[m.Name()] = h
 	}
