@@ -14,7 +14,6 @@ import (
 
 const tagWebhooks = "Webhooks"
 
-
 // CreateWebhookBody is a webhook to register.
 type CreateWebhookBody struct {
 	URL     string   `json:"url" minLength:"1" maxLength:"2048" doc:"Where events are POSTed: http(s), no credentials; a private, loopback or link-local destination is refused (when registered and at every connection) unless CHAT_WEBHOOK_ALLOW_PRIVATE=true" example:"https://platform.example/chat/events"`
@@ -118,12 +117,12 @@ func RegisterWebhooks(srv *apiserver.Server[chat.User], m *webhooks.Manager) err
 	}, "", map[int]string{http.StatusNotFound: "No such webhook (or not the caller's)"}), h.delete)
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/webhooks/{id}/deliveries", Tags: []string{tagWebhooks},
-		Summary: "A webhook's deliveries",
+		Summary:     "A webhook's deliveries",
 		Description: "Newest first: the pending ones and the newest 200 finished (delivered or failed), each with its attempts. " + manage,
 	}, "", map[int]string{http.StatusNotFound: "No such webhook (or not the caller's)"}), h.deliveries)
 	apiserver.Register(srv, writeOp(apiserver.Operation{
 		Method: http.MethodPost, URL: Prefix + "/webhooks/{id}/deliveries/{delivery}/retry", Tags: []string{tagWebhooks},
-		Summary: "Retry a delivery now",
+		Summary:     "Retry a delivery now",
 		Description: "Makes a kept delivery (failed, delivered or pending) due now, with the same `webhook-id`. " + manage,
 	}, "", map[int]string{http.StatusNotFound: "No such webhook or delivery", http.StatusConflict: "The webhook is disabled"}), h.retry)
 

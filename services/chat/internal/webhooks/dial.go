@@ -84,15 +84,15 @@ func NewClient(timeout time.Duration, allowPrivate bool, maxConnsPerHost int) *h
 		d.Control = guard
 	}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   maxConnsPerHost,
-		MaxConnsPerHost:       maxConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    maxConnsPerHost,
+		MaxConnsPerHost:        maxConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: 16 << 10,
 	}
 	return &http.Client{

@@ -225,4 +225,3 @@ func (m *Manager) Retry(ctx context.Context, actor chat.User, id, delivery strin
 	}
 	return d, err
 }
-

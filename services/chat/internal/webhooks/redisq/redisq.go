@@ -252,7 +252,7 @@ func (s *Store) Claim(ctx context.Context, endpoint string, now time.Time, n int
 }
 
 // finish: KEYS endpoints, q, d, all, done. ARGV endpoint id, delivery id,
-// delivery json (as it is now), due ms ('' when finished), ok (1/0),
+// delivery json (as it is now), due ms (” when finished), ok (1/0),
 // attempt time (RFC 3339), keep.
 var finish = redis.NewScript(`
 local ev = redis.call('HGET', KEYS[1], ARGV[1])
