@@ -45,6 +45,10 @@ type Options struct {
 	Schedule func(n int) time.Duration
 	// Owner names this replica as the pump's lease holder (default random).
 	Owner string
+	// LeaseFor is how long the pump's lease lasts without renewal: a
+	// replica that dies hands the pump over after it (default the larger
+	// of 5 s and 8 x Every).
+	LeaseFor time.Duration
 }
 
 // Dispatcher is one replica's share of the webhooks: the pump while it
@@ -74,15 +78,14 @@ func New(o Options) *Dispatcher {
 		_, _ = rand.Read(b)
 		o.Owner = hex.EncodeToString(b)
 	}
+	if o.LeaseFor <= 0 {
+		o.LeaseFor = max(5*time.Second, 8*o.Every)
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{o: o, workers: map[string]*worker{}}
 }
-
-// leaseFor is how long the pump's lease lasts without renewal: a replica
-// that dies hands the pump over after this.
-func (d *Dispatcher) leaseFor() time.Duration { return max(5*time.Second, 8*d.o.Every) }
 
 // Run pumps and delivers until ctx ends, then waits for the deliveries in
 // flight (each bounded by the client's timeout).

@@ -38,7 +38,7 @@ func (d *Dispatcher) pump(ctx context.Context, eps []Endpoint) error {
 	if len(live) == 0 {
 		return nil
 	}
-	held, err := d.o.Store.Lease(ctx, d.o.Owner, d.leaseFor())
+	held, err := d.o.Store.Lease(ctx, d.o.Owner, d.o.LeaseFor)
 	if err != nil || !held {
 		return err
 	}
