@@ -50,7 +50,7 @@ func (c *clock) Add(d time.Duration) {
 
 // world is a chat service with webhooks on one engine.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *clock
 	svc    *chat.Service
 	admin  chat.User
@@ -69,7 +69,7 @@ func engines(t *testing.T, fn func(t *testing.T, w *world)) {
 	}
 }
 
-func newWorld(t *testing.T, engine string) *world {
+func newWorld(t testing.TB, engine string) *world {
 	t.Helper()
 	w := &world{t: t, clock: &clock{t: time.Now().UTC().Truncate(time.Millisecond)}}
 	var store chat.Store

@@ -257,11 +257,15 @@ func (s *Store) Claim(ctx context.Context, endpoint string, now time.Time, n int
 var finish = redis.NewScript(`
 local ev = redis.call('HGET', KEYS[1], ARGV[1])
 if not ev then return false end
-local e = cjson.decode(ev)
-if ARGV[5] == '1' then e['failing_since'] = nil
-elseif not e['failing_since'] then e['failing_since'] = ARGV[6] end
-ev = cjson.encode(e)
-redis.call('HSET', KEYS[1], ARGV[1], ev)
+-- A success of an endpoint that is not failing (the common case) leaves
+-- the endpoint's record alone: no JSON decoded or written.
+if ARGV[5] ~= '1' or string.find(ev, '"failing_since"', 1, true) then
+  local e = cjson.decode(ev)
+  if ARGV[5] == '1' then e['failing_since'] = nil
+  elseif not e['failing_since'] then e['failing_since'] = ARGV[6] end
+  ev = cjson.encode(e)
+  redis.call('HSET', KEYS[1], ARGV[1], ev)
+end
 if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return ev end
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
 if ARGV[4] ~= '' then

@@ -1,0 +1,73 @@
+package webhooks_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/webhooks"
+	"github.com/apistack/platform/services/chat/internal/webhooks/webhookstest"
+)
+
+// BenchmarkSendSaturationWithWebhooks measures send saturation (senders
+// sending as fast as the service stores, on a real redis-server) with a
+// webhook receiving every message.created and without, in alternating
+// rounds of one run, and reports the ratio and the events per second the
+// receiver got. Run with -benchtime=1x (docs/benchmarks.md).
+func BenchmarkSendSaturationWithWebhooks(b *testing.B) {
+	w := newWorld(b, "redis")
+	rcv := webhookstest.NewReceiver(b)
+	var got atomic.Int64
+	rcv.Answer(func(webhookstest.Request) (int, string) { got.Add(1); return http.StatusNoContent, "" })
+	const senders, rounds = 8, 3
+	round := 2 * time.Second
+	users := make([]chat.User, senders)
+	for i := range users {
+		u, _, err := w.svc.CreateUser(context.Background(), w.admin, chat.CreateUserInput{Name: fmt.Sprintf("sender%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		users[i] = u
+	}
+	saturate := func() float64 {
+		var n atomic.Int64
+		ctx, cancel := context.WithTimeout(context.Background(), round)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, u := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ctx.Err() == nil; i++ {
+					if _, err := w.svc.Send(ctx, chat.Fresh(u), chat.SendInput{Channel: "bench", Message: fmt.Sprintf("m%d", i)}); err == nil {
+						n.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n.Load()) / round.Seconds()
+	}
+	var without, with, events float64
+	for r := range rounds {
+		without += saturate()
+		ep := w.register(rcv.URL, "bench", webhooks.MessageCreated)
+		stop := w.dispatch(w.store, w.source, fmt.Sprintf("bench-%d", r))
+		before := got.Load()
+		with += saturate()
+		events += float64(got.Load()-before) / round.Seconds()
+		stop()
+		if err := w.store.DeleteEndpoint(context.Background(), ep.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(without/rounds, "sends/s-without")
+	b.ReportMetric(with/rounds, "sends/s-with")
+	b.ReportMetric(with/without, "ratio")
+	b.ReportMetric(events/rounds, "events/s-delivered")
+}
