@@ -184,39 +184,19 @@ func (w *worker) poke() {
 	}
 }
 
+// run claims up to Concurrency due deliveries at once, sends them
+// together, and records their attempts in one step, until ctx ends.
 func (w *worker) run(ctx context.Context) {
-	slots := make(chan struct{}, Concurrency)
-	var inflight sync.WaitGroup
-	defer inflight.Wait()
 	t := time.NewTicker(w.d.o.Every)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		free := Concurrency - len(slots)
-		var got []Delivery
-		if free > 0 {
-			ep := w.endpoint()
-			var err error
-			got, err = w.d.o.Store.Claim(ctx, ep.ID, w.d.o.Now(), free, ClaimFor)
-			if err != nil && ctx.Err() == nil {
-				w.d.o.Log.WarnContext(ctx, "webhooks: claim", "webhook", ep.ID, "err", err)
-			}
-			for _, del := range got {
-				slots <- struct{}{}
-				inflight.Add(1)
-				go func() {
-					defer inflight.Done()
-					w.d.deliver(ctx, ep, del)
-					<-slots
-					w.poke()
-				}()
-			}
+		ep := w.endpoint()
+		got, err := w.d.o.Store.Claim(ctx, ep.ID, w.d.o.Now(), Concurrency, ClaimFor)
+		if err != nil && ctx.Err() == nil {
+			w.d.o.Log.WarnContext(ctx, "webhooks: claim", "webhook", ep.ID, "err", err)
 		}
-		if len(got) > 0 && len(got) == free {
-			// A full claim: there may be more; wait only for a free slot.
-			select {
-			case <-ctx.Done():
-			case <-w.wake:
-			}
+		if len(got) > 0 {
+			w.d.deliver(ctx, ep, got)
 			continue
 		}
 		select {
@@ -227,8 +207,50 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// deliver makes one attempt of del and records it.
-func (d *Dispatcher) deliver(ctx context.Context, ep Endpoint, del Delivery) {
+// deliver makes one attempt of each of ds, together, and records them.
+func (d *Dispatcher) deliver(ctx context.Context, ep Endpoint, ds []Delivery) {
+	outs := make([]Outcome, len(ds))
+	var wg sync.WaitGroup
+	for i, del := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = d.attempt(ctx, ep, del)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		// Shutting down: a failed attempt was cut short, not answered;
+		// its claim runs out and another replica (or this one,
+		// restarted) sends it. No attempt is charged for it.
+		kept := outs[:0]
+		for _, o := range outs {
+			if o.OK {
+				kept = append(kept, o)
+			}
+		}
+		outs = kept
+	}
+	if len(outs) == 0 {
+		return
+	}
+	// The attempts are recorded even while ctx ends: they were made.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
+	defer cancel()
+	now, err := d.o.Store.Finish(fctx, ep.ID, outs)
+	if err != nil {
+		if !errors.Is(err, chat.ErrNotFound) {
+			d.o.Log.WarnContext(ctx, "webhooks: record attempts", "webhook", ep.ID, "err", err)
+		}
+		return
+	}
+	if now.FailingSince != nil && d.o.Now().Sub(*now.FailingSince) >= DisableAfter {
+		d.disable(fctx, now)
+	}
+}
+
+// attempt sends del once and says what comes next.
+func (d *Dispatcher) attempt(ctx context.Context, ep Endpoint, del Delivery) Outcome {
 	start := d.o.Now()
 	a := Attempt{At: start}
 	status, err := d.post(ctx, ep, del)
@@ -241,11 +263,6 @@ func (d *Dispatcher) deliver(ctx context.Context, ep Endpoint, del Delivery) {
 	case !ok:
 		a.Error = fmt.Sprintf("answered %d", status)
 	}
-	if ctx.Err() != nil && !ok {
-		// Shutting down: the claim runs out and another replica (or
-		// this one, restarted) sends it; no attempt is charged.
-		return
-	}
 	n := del.AttemptCount + 1
 	switch {
 	case ok:
@@ -256,19 +273,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep Endpoint, del Delivery) {
 		next := d.o.Now().Add(d.o.Schedule(n))
 		del.Status, del.NextAt = StatusPending, &next
 	}
-	// The record is written even while ctx ends: it was sent.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
-	defer cancel()
-	now, err := d.o.Store.Finish(fctx, del, a, ok)
-	if err != nil {
-		if !errors.Is(err, chat.ErrNotFound) {
-			d.o.Log.WarnContext(ctx, "webhooks: record attempt", "webhook", ep.ID, "delivery", del.ID, "err", err)
-		}
-		return
-	}
-	if !ok && now.FailingSince != nil && d.o.Now().Sub(*now.FailingSince) >= DisableAfter {
-		d.disable(fctx, now)
-	}
+	return Outcome{Delivery: del, Attempt: a, OK: ok}
 }
 
 // post sends del's body to ep, signed now.

@@ -132,6 +132,14 @@ type Delivery struct {
 	Attempts     []Attempt  `json:"attempts,omitempty"`
 }
 
+// Outcome is one attempt of a delivery: Delivery is the claimed copy with
+// its new Status and NextAt (the attempt not yet added).
+type Outcome struct {
+	Delivery Delivery
+	Attempt  Attempt
+	OK       bool
+}
+
 // Cursor is where the pump stands in a channel: the last event log entry
 // and the last moderation log entry it enqueued.
 type Cursor struct {
@@ -168,13 +176,15 @@ type Store interface {
 	// due again at now+claimFor (a replica that dies holding one lets
 	// another send it then).
 	Claim(ctx context.Context, endpoint string, now time.Time, n int, claimFor time.Duration) ([]Delivery, error)
-	// Finish records d's attempt a and d's new state: pending again at
-	// *d.NextAt, or delivered or failed (then kept among the newest
-	// KeepDone finished ones). It also updates the endpoint's
-	// FailingSince (cleared on success, set on the first failure) and
-	// returns the endpoint as it is now. A delivery no longer there
-	// (deleted) changes nothing.
-	Finish(ctx context.Context, d Delivery, a Attempt, ok bool) (Endpoint, error)
+	// Finish records attempts of endpoint's deliveries, in order: each
+	// Outcome's attempt and its delivery's new state (pending again at
+	// *Delivery.NextAt, or delivered or failed, then kept among the
+	// newest KeepDone finished ones), and the endpoint's FailingSince
+	// (cleared by a success, set by the first failure), in one step. It
+	// returns the endpoint as it is now when an attempt failed (the zero
+	// Endpoint otherwise). A delivery no longer there changes nothing; an
+	// endpoint no longer there is NotFound.
+	Finish(ctx context.Context, endpoint string, outs []Outcome) (Endpoint, error)
 	// Disable sets the endpoint's DisabledAt (false if it was already).
 	Disable(ctx context.Context, id string, at time.Time) (bool, error)
 	// Deliveries returns up to limit of endpoint's deliveries, newest first.

@@ -182,46 +182,60 @@ func (s *Store) Claim(_ context.Context, endpoint string, now time.Time, n int, 
 }
 
 // Finish implements webhooks.Store.
-func (s *Store) Finish(_ context.Context, d webhooks.Delivery, a webhooks.Attempt, ok bool) (webhooks.Endpoint, error) {
+func (s *Store) Finish(_ context.Context, endpoint string, outs []webhooks.Outcome) (webhooks.Endpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, found := s.endpoints[d.Endpoint]
-	q := s.queues[d.Endpoint]
+	e, found := s.endpoints[endpoint]
+	q := s.queues[endpoint]
 	if !found || q == nil {
 		return webhooks.Endpoint{}, notFound("webhook")
 	}
+	failed := false
+	for _, o := range outs {
+		if o.OK {
+			e.FailingSince = nil
+		} else {
+			failed = true
+			if e.FailingSince == nil {
+				at := o.Attempt.At
+				e.FailingSince = &at
+			}
+		}
+		s.finishOne(q, o)
+	}
+	s.endpoints[e.ID] = e
+	if !failed {
+		return webhooks.Endpoint{}, nil
+	}
+	return e, nil
+}
+
+func (s *Store) finishOne(q *queue, o webhooks.Outcome) {
+	d := o.Delivery
 	rec := q.recs[d.ID]
 	if rec == nil {
-		return e, nil
+		return
 	}
 	rec.AttemptCount++
-	rec.Attempts = append(rec.Attempts, a)
+	rec.Attempts = append(rec.Attempts, o.Attempt)
 	if len(rec.Attempts) > webhooks.KeepAttempts {
 		rec.Attempts = rec.Attempts[len(rec.Attempts)-webhooks.KeepAttempts:]
 	}
 	rec.Status, rec.NextAt = d.Status, d.NextAt
 	if d.Status == webhooks.StatusPending {
 		q.due[d.ID] = *d.NextAt
-	} else {
-		delete(q.due, d.ID)
-		q.done = append(q.done, d.ID)
-		for len(q.done) > webhooks.KeepDone {
-			old := q.done[0]
-			q.done = q.done[1:]
-			if _, pending := q.due[old]; !pending {
-				delete(q.recs, old)
-				q.all = slices.DeleteFunc(q.all, func(x string) bool { return x == old })
-			}
+		return
+	}
+	delete(q.due, d.ID)
+	q.done = append(q.done, d.ID)
+	for len(q.done) > webhooks.KeepDone {
+		old := q.done[0]
+		q.done = q.done[1:]
+		if _, pending := q.due[old]; !pending {
+			delete(q.recs, old)
+			q.all = slices.DeleteFunc(q.all, func(x string) bool { return x == old })
 		}
 	}
-	if ok {
-		e.FailingSince = nil
-	} else if e.FailingSince == nil {
-		at := a.At
-		e.FailingSince = &at
-	}
-	s.endpoints[e.ID] = e
-	return e, nil
 }
 
 // Disable implements webhooks.Store.

@@ -251,68 +251,89 @@ func (s *Store) Claim(ctx context.Context, endpoint string, now time.Time, n int
 	return decodeAll(vals)
 }
 
-// finish: KEYS endpoints, q, d, all, done. ARGV endpoint id, delivery id,
-// delivery json (as it is now), due ms (” when finished), ok (1/0),
-// attempt time (RFC 3339), keep.
+// finish: KEYS endpoints, q, d, all, done. ARGV endpoint id, keep, then
+// per outcome: delivery id, delivery json (as it is now), due ms (''
+// when finished), ok (1/0), attempt time (RFC 3339).
 var finish = redis.NewScript(`
 local ev = redis.call('HGET', KEYS[1], ARGV[1])
 if not ev then return false end
--- A success of an endpoint that is not failing (the common case) leaves
--- the endpoint's record alone: no JSON decoded or written.
-if ARGV[5] ~= '1' or string.find(ev, '"failing_since"', 1, true) then
-  local e = cjson.decode(ev)
-  if ARGV[5] == '1' then e['failing_since'] = nil
-  elseif not e['failing_since'] then e['failing_since'] = ARGV[6] end
+local failed = false
+local changed = false
+local e = nil
+for i = 3, #ARGV, 5 do
+  local id, rec, due, ok, at = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
+  -- A success of an endpoint that is not failing (the common case)
+  -- leaves the endpoint's record alone: no JSON decoded or written.
+  if ok ~= '1' or (e and e['failing_since']) or (not e and string.find(ev, '"failing_since"', 1, true)) then
+    if not e then e = cjson.decode(ev) end
+    if ok == '1' then e['failing_since'] = nil
+    else
+      failed = true
+      if not e['failing_since'] then e['failing_since'] = at end
+    end
+    changed = true
+  end
+  if redis.call('HEXISTS', KEYS[3], id) == 1 then
+    redis.call('HSET', KEYS[3], id, rec)
+    if due ~= '' then
+      redis.call('ZADD', KEYS[2], due, id)
+    else
+      redis.call('ZREM', KEYS[2], id)
+      redis.call('RPUSH', KEYS[5], id)
+      while redis.call('LLEN', KEYS[5]) > tonumber(ARGV[2]) do
+        local old = redis.call('LPOP', KEYS[5])
+        if not redis.call('ZSCORE', KEYS[2], old) then
+          redis.call('HDEL', KEYS[3], old)
+          redis.call('ZREM', KEYS[4], old)
+        end
+      end
+    end
+  end
+end
+if changed then
   ev = cjson.encode(e)
   redis.call('HSET', KEYS[1], ARGV[1], ev)
 end
-if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return ev end
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
-  return ev
-end
-redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('RPUSH', KEYS[5], ARGV[2])
-while redis.call('LLEN', KEYS[5]) > tonumber(ARGV[7]) do
-  local old = redis.call('LPOP', KEYS[5])
-  if not redis.call('ZSCORE', KEYS[2], old) then
-    redis.call('HDEL', KEYS[3], old)
-    redis.call('ZREM', KEYS[4], old)
-  end
-end
-return ev
+if failed then return ev end
+return ''
 `)
 
-// Finish implements webhooks.Store. The record is rewritten whole from
-// d (the claimed copy with this attempt added): only the replica holding
-// the claim writes it.
-func (s *Store) Finish(ctx context.Context, d webhooks.Delivery, a webhooks.Attempt, ok bool) (webhooks.Endpoint, error) {
-	d.AttemptCount++
-	d.Attempts = append(d.Attempts, a)
-	if len(d.Attempts) > webhooks.KeepAttempts {
-		d.Attempts = d.Attempts[len(d.Attempts)-webhooks.KeepAttempts:]
+// Finish implements webhooks.Store. Each record is rewritten whole from
+// the claimed copy with its attempt added: only the replica holding the
+// claim writes it.
+func (s *Store) Finish(ctx context.Context, endpoint string, outs []webhooks.Outcome) (webhooks.Endpoint, error) {
+	args := []any{endpoint, webhooks.KeepDone}
+	for _, o := range outs {
+		d := o.Delivery
+		d.AttemptCount++
+		d.Attempts = append(d.Attempts, o.Attempt)
+		if len(d.Attempts) > webhooks.KeepAttempts {
+			d.Attempts = d.Attempts[len(d.Attempts)-webhooks.KeepAttempts:]
+		}
+		b, err := json.Marshal(d)
+		if err != nil {
+			return webhooks.Endpoint{}, err
+		}
+		due := ""
+		if d.Status == webhooks.StatusPending && d.NextAt != nil {
+			due = strconv.FormatInt(d.NextAt.UnixMilli(), 10)
+		}
+		ok := "0"
+		if o.OK {
+			ok = "1"
+		}
+		args = append(args, d.ID, b, due, ok, o.Attempt.At.UTC().Format(time.RFC3339Nano))
 	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		return webhooks.Endpoint{}, err
-	}
-	due := ""
-	if d.Status == webhooks.StatusPending && d.NextAt != nil {
-		due = strconv.FormatInt(d.NextAt.UnixMilli(), 10)
-	}
-	okArg := "0"
-	if ok {
-		okArg = "1"
-	}
-	ep := d.Endpoint
-	v, err := finish.Run(ctx, s.rdb, []string{s.p + "endpoints", s.p + "q:" + ep, s.p + "d:" + ep, s.p + "all:" + ep, s.p + "done:" + ep},
-		ep, d.ID, b, due, okArg, a.At.UTC().Format(time.RFC3339Nano), webhooks.KeepDone).Text()
+	p := s.p
+	v, err := finish.Run(ctx, s.rdb, []string{p + "endpoints", p + "q:" + endpoint, p + "d:" + endpoint, p + "all:" + endpoint, p + "done:" + endpoint}, args...).Text()
 	if errors.Is(err, redis.Nil) {
 		return webhooks.Endpoint{}, notFound("webhook")
 	}
 	if err != nil {
 		return webhooks.Endpoint{}, unavailable("finish", err)
+	}
+	if v == "" {
+		return webhooks.Endpoint{}, nil
 	}
 	var e webhooks.Endpoint
 	if err := json.Unmarshal([]byte(v), &e); err != nil {
