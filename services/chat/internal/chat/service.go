@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/apistack/platform/libs/apiserver/jwtauth"
 )
 
 // Options configure a Service.
@@ -26,8 +24,8 @@ type Options struct {
 	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
 	SendLimit SendLimit
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
-	// CHAT_JWKS_URL); nil accepts chat tokens only.
-	Identities *jwtauth.Verifier
+	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
+	Identities Identities
 	// SendHook, when set, judges every send before it is stored
 	// (CHAT_SEND_HOOK_URL); SendHookFailOpen lets a send through when it
 	// does not answer (CHAT_SEND_HOOK_FAIL=open).
@@ -49,7 +47,7 @@ type Service struct {
 	limits     Limits
 	sendLimit  SendLimit
 	claimed    claimedChannels
-	identities *jwtauth.Verifier
+	identities Identities
 
 	sendHook         SendHook
 	sendHookFailOpen bool

@@ -2,18 +2,40 @@ package memory
 
 import (
 	"context"
-	"sort"
+
+	"github.com/apistack/platform/services/chat/internal/chat"
 )
 
-// Channels returns every claimed channel (chat.Store.ClaimChannel's set):
-// what a platform-wide webhook follows (webhooks.Source).
-func (s *Store) Channels(context.Context) ([]string, error) {
+// ClaimChannel implements chat.Store.
+func (s *Store) ClaimChannel(_ context.Context, name string, max int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.claimed))
-	for name := range s.claimed {
-		out = append(out, name)
+	if _, ok := s.claimed[name]; ok {
+		return nil
 	}
-	sort.Strings(out)
-	return out, nil
+	if max > 0 && len(s.claimed) >= max {
+		return chat.LimitReached(chat.QuotaChannels, max)
+	}
+	s.claimed[name] = struct{}{}
+	return nil
+}
+
+// Channel implements chat.Store.
+func (s *Store) Channel(_ context.Context, name string) (chat.Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.channels[name]; ok {
+		return c.settings, nil
+	}
+	return chat.Channel{Name: name}, nil
+}
+
+// SaveChannel implements chat.Store.
+func (s *Store) SaveChannel(_ context.Context, c chat.Channel) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.channel(c.Name)
+	c.Shield, c.ShieldUntil = ch.settings.Shield, ch.settings.ShieldUntil
+	ch.settings = c
+	return nil
 }
