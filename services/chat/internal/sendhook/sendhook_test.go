@@ -61,7 +61,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	rcv.Answer(func(r webhookstest.Request) (int, string) {
 		for k, v := range answers {
-			if bytes.Contains(r.Body, []byte( `"text":"`+k+`"`)) {
+			if bytes.Contains(r.Body, []byte(`"text":"`+k+`"`)) {
 				return http.StatusOK, v
 			}
 		}

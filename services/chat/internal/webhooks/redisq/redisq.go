@@ -252,7 +252,7 @@ func (s *Store) Claim(ctx context.Context, endpoint string, now time.Time, n int
 }
 
 // finish: KEYS endpoints, q, d, all, done. ARGV endpoint id, keep, then
-// per outcome: delivery id, delivery json (as it is now), due ms (''
+// per outcome: delivery id, delivery json (as it is now), due ms (”
 // when finished), ok (1/0), attempt time (RFC 3339).
 var finish = redis.NewScript(`
 local ev = redis.call('HGET', KEYS[1], ARGV[1])
