@@ -24,7 +24,7 @@ func Validator[A any](v *Verifier, fromClaims func(r *http.Request, c Claims) ap
 		c, err := v.Verify(r.Context(), token)
 		switch {
 		case errors.Is(err, ErrKeysUnavailable):
-			e := apiserver.NewError(http.StatusServiceUnavailable, "the token could not be checked; try again")
+			e := apiserver.NewError(http.StatusServiceUnavailable, "the identity provider's signing keys are unavailable, so the token could not be checked; try again")
 			e.Cause = err
 			return apiserver.AuthResult[A]{Err: e}
 		case errors.Is(err, ErrExpired):

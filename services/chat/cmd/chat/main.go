@@ -87,6 +87,9 @@ type App struct {
 	// stopRepair ends the engine's own background work and waits for it
 	// (nil when it has none; see openStore).
 	stopRepair func()
+	// stopKeys ends the background JWKS refresh (nil without platform
+	// tokens).
+	stopKeys func()
 }
 
 // Close stops the server (a no-op once it has stopped) and the engine's
@@ -96,6 +99,9 @@ func (a *App) Close() error {
 	errs := []error{a.HTTP.Stop(context.Background())}
 	if a.stopRepair != nil {
 		a.stopRepair()
+	}
+	if a.stopKeys != nil {
+		a.stopKeys()
 	}
 	errs = append(errs, a.Store.Close())
 	if a.Redis != nil {
@@ -151,6 +157,13 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	identities, err := cfg.JWT.Verifier()
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
+	}
+	if identities != nil {
+		// The JWKS is fetched now and kept fresh in the background, so no
+		// token waits on (or can be starved of) a fetch of its own.
+		stopKeys := runUntilStopped(identities.Refresh)
+		app.stopKeys = stopKeys
+		closers = append(closers, func() error { stopKeys(); return nil })
 	}
 	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities})
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
