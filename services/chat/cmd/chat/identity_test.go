@@ -283,3 +283,59 @@ func TestJWKSDownSaysIdentityProvider(t *testing.T) {
 		t.Errorf("the first token after the background fetch fetched again")
 	}
 }
+
+// TestViewersCannotSquatChannels (issue 41): fifty platform (JWT) viewers
+// each open channels until the open pool is full; the administrator can
+// still name a broadcaster in a new channel, and a viewer writes there.
+func TestViewersCannotSquatChannels(t *testing.T) {
+	const max = 40
+	env := map[string]string{"PORT": freePort(t), "CHAT_ADMIN_TOKEN": "identity-admin-token-0123", "RATE_LIMIT_MAX": "1000000",
+		"CHAT_JWT_SECRET": testJWTSecret, "CHAT_MAX_CHANNELS": fmt.Sprint(max), "CHAT_SEND_LIMIT": "off"}
+	base := "http://" + serveChat(t, env)
+	do := func(method, path, token, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	viewer := func(i int) string {
+		return signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), jwt.MapClaims{"sub": fmt.Sprintf("squatter-%d", i), "exp": time.Now().Add(time.Hour).Unix()})
+	}
+	refused := 0
+	for i := 0; i < 50; i++ {
+		tok := viewer(i)
+		for j := 0; j < 2; j++ {
+			code, body := do(http.MethodPost, "/messages/send", tok, fmt.Sprintf(`{"channel":"squat-%d-%d","message":"mine"}`, i, j))
+			switch code {
+			case http.StatusCreated:
+			case http.StatusConflict:
+				refused++
+			default:
+				t.Fatalf("viewer %d: %d %v", i, code, body)
+			}
+		}
+	}
+	if refused != 100-max {
+		t.Errorf("%d first sends refused; want %d (the open pool holds %d)", refused, 100-max, max)
+	}
+	admin := env["CHAT_ADMIN_TOKEN"]
+	caster := signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), jwt.MapClaims{"sub": "caster", "exp": time.Now().Add(time.Hour).Unix()})
+	code, me := do(http.MethodGet, "/users/me", caster, "")
+	if code != http.StatusOK {
+		t.Fatalf("caster: %d %v", code, me)
+	}
+	if code, body := do(http.MethodPut, "/channels/the-show/roles/"+me["id"].(string), admin, `{"role":"broadcaster"}`); code != http.StatusOK {
+		t.Fatalf("the admin names a broadcaster after the squat: %d %v; want 200", code, body)
+	}
+	if code, body := do(http.MethodPost, "/messages/send", viewer(7), `{"channel":"the-show","message":"hello"}`); code != http.StatusCreated {
+		t.Fatalf("a viewer in the platform's new channel: %d %v", code, body)
+	}
+}

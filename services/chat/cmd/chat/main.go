@@ -165,7 +165,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		app.stopKeys = stopKeys
 		closers = append(closers, func() error { stopKeys(); return nil })
 	}
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities})
+	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities, ClosedChannels: !cfg.OpenChannels})
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
 	// CHAT_JWKS_URL); nil accepts chat tokens only.
 	Identities *jwtauth.Verifier
+	// ClosedChannels turns CHAT_OPEN_CHANNELS off: a viewer's message
+	// cannot open a channel (see openchannels.go).
+	ClosedChannels bool
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -41,10 +44,13 @@ type Service struct {
 	publicRead bool
 	log        *slog.Logger
 
-	limits     Limits
-	sendLimit  SendLimit
-	claimed    claimedChannels
-	identities *jwtauth.Verifier
+	limits    Limits
+	sendLimit SendLimit
+	claimed   claimedChannels
+	open      openChannels
+	// openChannels is CHAT_OPEN_CHANNELS.
+	openChannels bool
+	identities   *jwtauth.Verifier
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
@@ -59,7 +65,8 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
+		openChannels: !opts.ClosedChannels}
 }
 
 // Limits returns the limits in force.

@@ -188,7 +188,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if checkModes && modes.FirstMessageReview && !st.Chatter {
 		return s.hold(ctx, member, text, HeldFirstMessage, "", now, watch)
 	}
-	if err := s.claimChannel(ctx, channel); err != nil {
+	if err := s.claimFor(ctx, member, channel, now); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	// Slow mode and unique chat are gates passed in the same step as the
