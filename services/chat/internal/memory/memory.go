@@ -34,12 +34,12 @@ type channel struct {
 	trimmed chat.Cursor
 
 	// chatters have sent in the channel; raid holds the first-time
-	// chatters the raid watch counted, by when, and blocked when the
-	// refused messages it counted came; shieldOff is until when a
-	// moderator keeps it from tripping.
+	// chatters the raid watch counted, by when, and blocked the senders
+	// of the refused messages it counted, by the last one's time;
+	// shieldOff is until when a moderator keeps it from tripping.
 	chatters  map[string]struct{}
 	raid      map[string]time.Time
-	blocked   []time.Time
+	blocked   map[string]time.Time
 	shieldOff time.Time
 	// held is the review queue, by id.
 	held    map[int64]chat.HeldMessage
@@ -1108,16 +1108,15 @@ func (s *Store) CountBlocked(_ context.Context, name string, r chat.Raid) error 
 	defer s.mu.Unlock()
 	c := s.channel(name)
 	since := r.Now.Add(-chat.AutoShieldWindow)
-	kept := c.blocked[:0]
-	for _, at := range c.blocked {
-		if at.After(since) {
-			kept = append(kept, at)
+	if c.blocked == nil {
+		c.blocked = map[string]time.Time{}
+	}
+	for u, at := range c.blocked {
+		if !at.After(since) {
+			delete(c.blocked, u)
 		}
 	}
-	c.blocked = append(kept, r.Now)
-	if over := len(c.blocked) - r.Threshold; over > 0 {
-		c.blocked = append(c.blocked[:0], c.blocked[over:]...)
-	}
+	c.blocked[r.Sender] = r.Now
 	if len(c.blocked) >= r.Threshold {
 		s.tripShield(c, r)
 	}
@@ -1225,7 +1224,7 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		c.settings.ShieldUntil = nil
 		c.shieldOff = sw.HoldOff
 		clear(c.raid)
-		c.blocked = c.blocked[:0]
+		clear(c.blocked)
 	}
 	s.append(c, sw.Event)
 	s.recordMod(sw.Log)

@@ -119,8 +119,8 @@ end
 const shieldGrace = "86400000"
 
 // countBlocked counts a message a filter refused for the raid watch: the
-// sorted set blocked holds the last window's (each under a random
-// member, at most the threshold's newest), and reaching the threshold
+// sorted set blocked holds the last window's senders (one member per sender, its last refusal's time,
+// at most the threshold's newest), and reaching the threshold
 // trips the shield (tripShield).
 // KEYS: blocked, shield, shieldoff, log, seq, trim, deleted, modlog.
 // ARGV: member, now ms, threshold, window ms, quiet ms, shield event json,
