@@ -255,6 +255,15 @@ func testChannelModes(t *testing.T, e engine) {
 	if ferr := wantKind(t, err, chat.KindSlowMode); ferr.Reason != "unique_chat" || ferr.RetryAfter != chat.UniqueChatWindow {
 		t.Fatalf("unique chat = %+v", ferr)
 	}
+	// Under the filters' folding (issue 41): runs of spaces, fullwidth
+	// forms, Cyrillic look-alikes and zero-width characters are the same
+	// text.
+	for _, same := range []string{"hello  again", "ｈｅｌｌｏ　ａｇａｉｎ", "h\u0435ll\u043e again", "hel\u200blo again"} {
+		_, err = en.sendIn(veteran, "", same)
+		if ferr := wantKind(t, err, chat.KindSlowMode); ferr.Reason != "unique_chat" {
+			t.Fatalf("unique chat for %q = %+v", same, ferr)
+		}
+	}
 	en.send(veteran, "something new")
 	en.clock.Advance(chat.UniqueChatWindow)
 	en.send(veteran, "hello again")
