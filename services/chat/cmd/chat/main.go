@@ -22,6 +22,7 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 )
 
 // version is the build's version, set with -ldflags "-X main.version=...";
@@ -127,7 +128,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 			}
 		}
 	}()
-	tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "chat", ServiceVersion: version, Logger: app.Log, Getenv: getenv})
+	tp, err := tracing.Setup(ctx, cfg.Settings.Tracing, tracing.Options{ServiceName: "chat", ServiceVersion: version, Logger: app.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +166,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		app.stopKeys = stopKeys
 		closers = append(closers, func() error { stopKeys(); return nil })
 	}
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities, ClosedChannels: !cfg.OpenChannels})
+	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities), ClosedChannels: !cfg.OpenChannels})
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

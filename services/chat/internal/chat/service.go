@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/apistack/platform/libs/apiserver/jwtauth"
 )
 
 // Options configure a Service.
@@ -26,8 +24,8 @@ type Options struct {
 	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
 	SendLimit SendLimit
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
-	// CHAT_JWKS_URL); nil accepts chat tokens only.
-	Identities *jwtauth.Verifier
+	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
+	Identities Identities
 	// ClosedChannels turns CHAT_OPEN_CHANNELS off: a viewer's message
 	// cannot open a channel (see openchannels.go).
 	ClosedChannels bool
@@ -44,13 +42,13 @@ type Service struct {
 	publicRead bool
 	log        *slog.Logger
 
-	limits    Limits
-	sendLimit SendLimit
-	claimed   claimedChannels
-	open      openChannels
+	limits     Limits
+	sendLimit  SendLimit
+	claimed    claimedChannels
+	open       openChannels
+	identities Identities
 	// openChannels is CHAT_OPEN_CHANNELS.
 	openChannels bool
-	identities   *jwtauth.Verifier
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
