@@ -29,6 +29,11 @@ type Options struct {
 	// ClosedChannels turns CHAT_OPEN_CHANNELS off: a viewer's message
 	// cannot open a channel (see openchannels.go).
 	ClosedChannels bool
+	// SendHook, when set, judges every send before it is stored
+	// (CHAT_SEND_HOOK_URL); SendHookFailOpen lets a send through when it
+	// does not answer (CHAT_SEND_HOOK_FAIL=open).
+	SendHook         SendHook
+	SendHookFailOpen bool
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -50,6 +55,9 @@ type Service struct {
 	// openChannels is CHAT_OPEN_CHANNELS.
 	openChannels bool
 
+	sendHook         SendHook
+	sendHookFailOpen bool
+
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
 }
@@ -64,7 +72,7 @@ func NewService(store Store, opts Options) *Service {
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
 		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
-		openChannels: !opts.ClosedChannels}
+		openChannels: !opts.ClosedChannels, sendHook: opts.SendHook, sendHookFailOpen: opts.SendHookFailOpen}
 }
 
 // Limits returns the limits in force.
