@@ -51,6 +51,8 @@ Environment (configuration comes only from the environment):
   CHAT_EMBED_ORIGINS      origins allowed to hand the chat page a token by
                           postMessage (comma list; default: the page's own origin)
   CHAT_HISTORY (1000), CHAT_PUBLIC_READ (true), CHAT_SEND_LIMIT (20/30s)
+  CHAT_OPEN_CHANNELS (true: a viewer's first message opens a channel, in a
+                          pool of its own; idle ones are reclaimed after 1h)
   CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS, CHAT_MAX_CHANNELS,
   CHAT_MAX_CHANNEL_ROLES
   CHAT_WS_MAX_SOCKETS, CHAT_WS_USER_RESERVE_PERCENT, CHAT_WS_MAX_SOCKETS_PER_USER,

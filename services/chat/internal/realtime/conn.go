@@ -907,6 +907,11 @@ func (c *conn) run(f clientFrame) any {
 			return errorFor(f.ID, err)
 		}
 		u := ss.User
+		if cur := c.user.Load(); cur != nil && cur.ID != u.ID {
+			// As for refresh: a socket's user is settled once it has one,
+			// so a second auth frame cannot swap it for another account.
+			return errorFor(f.ID, &chat.Error{Kind: chat.KindForbidden, Message: "this socket is authenticated already: a second auth token must be for the socket's user (the same sub)"})
+		}
 		if err := c.hub.authenticate(c, &u); err != nil {
 			return limitFrame(f.ID, err) // the socket stays as it was
 		}
