@@ -1,8 +1,10 @@
 // Package pgtest starts a real PostgreSQL for integration tests, the way
 // redistest starts redis-server: initdb into a fresh temporary directory,
 // then the postgres server on a free loopback port (and a private unix
-// socket directory), without durability (fsync off: a test's data need
-// not survive a machine crash), stopped and removed when the test ends.
+// socket directory), without fsync (a test's data need not survive a
+// machine crash; it does survive the server's own crash, Stop, since each
+// commit is written out before it is acknowledged), stopped and removed
+// when the test ends.
 //
 // The binaries are Debian's (postgresql-15: /usr/lib/postgresql/15/bin),
 // or whichever initdb and postgres are on PATH, or in PG_BIN when set.
@@ -258,7 +260,7 @@ func (s *Server) start() {
 	for attempt := 0; attempt < 30; attempt++ {
 		cmd := s.command("postgres", "-D", s.dataDir(), "-p", strconv.Itoa(s.port),
 			"-h", "127.0.0.1", "-k", s.socketDir(),
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+			"-c", "fsync=off", "-c", "full_page_writes=off",
 			"-c", "max_connections=200", "-c", "log_min_messages=warning")
 		stderr, _ := cmd.StderrPipe()
 		cmd.Stdout = nil

@@ -29,6 +29,9 @@ type Store struct {
 	owned   []redis.UniversalClient
 	history int
 	prefix  string
+	// archiveHold: while an archive is on, the most messages a channel's
+	// window keeps for it (archive.go); 0: none, trim at history.
+	archiveHold int
 	// cluster: rdb is a Redis Cluster client; scripts never span slots.
 	cluster bool
 }
@@ -39,6 +42,12 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
+	// ArchiveHold, when an archive is on (CHAT_DATABASE_URL), is the most
+	// messages a channel keeps while the archive is behind: the window is
+	// not trimmed past the archive's mark until it holds this many
+	// (CHAT_ARCHIVE_HOLD; at least History). 0: no archive, the window is
+	// History.
+	ArchiveHold int
 }
 
 // New wraps a client. The Store does not own rdb unless built by Open.
@@ -49,8 +58,11 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = "chat:"
 	}
+	if opts.ArchiveHold > 0 {
+		opts.ArchiveHold = max(opts.ArchiveHold, opts.History)
+	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Store{rdb: rdb, history: opts.History, prefix: opts.Prefix, cluster: cluster}
+	return &Store{rdb: rdb, history: opts.History, prefix: opts.Prefix, cluster: cluster, archiveHold: opts.ArchiveHold}
 }
 
 // Open connects to the Redis named by a REDIS_URL (one server, Sentinel or
@@ -282,7 +294,7 @@ func (s *Store) AppendSent(ctx context.Context, m chat.Message, once chat.Once, 
 		return chat.Message{}, err
 	}
 	keys := s.appendKeys(ch, w)
-	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap())...)
+	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap(), s.archiveHold)...)
 	if once.Set() {
 		keys = append(keys, s.onceKey(ch, once.Key))
 		args[4], args[5], args[6] = string(once.Part), once.Fingerprint, once.For.Milliseconds()
@@ -363,8 +375,10 @@ func parseMark(v string) chat.Cursor {
 }
 
 // logCap bounds a channel's log in entries (liveNotice): twice the
-// history, so the events among the last History messages always fit.
-func (s *Store) logCap() int { return 2 * s.history }
+// history, so the events among the last History messages always fit;
+// twice the archive's hold when that is larger, so that events never
+// trim what the hold keeps for the archive.
+func (s *Store) logCap() int { return 2 * max(s.history, s.archiveHold) }
 
 // Messages implements chat.Store.
 func (s *Store) Messages(ctx context.Context, channel string, p chat.Page) ([]chat.Message, error) {
