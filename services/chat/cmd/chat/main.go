@@ -60,8 +60,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, getenv, stdout)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
+	case "migrate":
+		return migrate(ctx, getenv, stdout)
 	}
-	return fmt.Errorf("unknown subcommand %q (want serve, healthcheck, token or help)", cmd)
+	return fmt.Errorf("unknown subcommand %q (want serve, healthcheck, migrate, token or help)", cmd)
 }
 
 // App is the wired service, built in one direction: settings, then
@@ -87,6 +89,11 @@ type App struct {
 	// stopRepair ends the engine's own background work and waits for it
 	// (nil when it has none; see openStore).
 	stopRepair func()
+	// Archive is the durable archive (nil without CHAT_DATABASE_URL;
+	// cmd/chat/archive.go), its archiver started by serveHTTP and ended
+	// by stopArchive.
+	Archive     *archive
+	stopArchive func()
 }
 
 // Close stops the server (a no-op once it has stopped) and the engine's
@@ -96,6 +103,12 @@ func (a *App) Close() error {
 	errs := []error{a.HTTP.Stop(context.Background())}
 	if a.stopRepair != nil {
 		a.stopRepair()
+	}
+	if a.stopArchive != nil {
+		a.stopArchive()
+	}
+	if a.Archive != nil {
+		a.Archive.db.Close()
 	}
 	errs = append(errs, a.Store.Close())
 	if a.Redis != nil {
@@ -137,6 +150,12 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		if err = app.Tracing.InstrumentRedis(app.Redis); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Archive.Enabled() {
+		if app.Archive, err = openArchive(ctx, cfg, app.Log); err != nil {
+			return nil, err
+		}
+		closers = append(closers, func() error { app.Archive.db.Close(); return nil })
 	}
 	eng, err := openStore(ctx, cfg, app.Redis)
 	if err != nil {

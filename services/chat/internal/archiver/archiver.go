@@ -29,6 +29,10 @@ const (
 	DefaultInterval = 250 * time.Millisecond
 	DefaultBatch    = 500
 	DefaultLeaseTTL = 10 * time.Second
+	// callTimeout bounds each call to either side: a database that hangs
+	// (paused, a network partition without resets) fails the call, which
+	// is retried, instead of stalling the loop and its metrics.
+	callTimeout = 10 * time.Second
 	// roundsPerPass bounds how many batches one channel gets per pass, so
 	// one busy channel's backlog does not starve the others.
 	roundsPerPass = 20
@@ -182,7 +186,10 @@ func (a *Archiver) channel(ctx context.Context, ch string) (pending int64, lag t
 			return b.Pending, 0, true
 		}
 		if !b.Empty() {
-			if err := a.sink.ArchiveWrite(ctx, b); err != nil {
+			wctx, cancel := context.WithTimeout(ctx, callTimeout)
+			err := a.sink.ArchiveWrite(wctx, b)
+			cancel()
+			if err != nil {
 				a.fail("write", ch, err)
 				return b.Pending + int64(len(b.Events)), a.age(b), false
 			}

@@ -73,6 +73,8 @@ type Config struct {
 	// EmbedOrigins are CHAT_EMBED_ORIGINS: the sites that may frame the
 	// chat page and hand it a token by postMessage (web.Options).
 	EmbedOrigins []string
+	// Archive is CHAT_DATABASE_URL and CHAT_ARCHIVE_HOLD (archive.go).
+	Archive Archive
 }
 
 // JWT configures platform tokens (jwtauth).
@@ -154,7 +156,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
 		slog.String("jwt_secret", mask(c.JWT.Secret)), slog.String("jwks_url", c.JWT.JWKSURL),
 		slog.String("jwt_issuer", c.JWT.Issuer), slog.String("jwt_audience", c.JWT.Audience),
-		slog.Any("embed_origins", c.EmbedOrigins),
+		slog.Any("embed_origins", c.EmbedOrigins), slog.Any("archive", c.Archive),
 	)
 }
 
@@ -267,6 +269,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.EmbedOrigins = origins
 	}
+	c.Archive = loadArchive(getenv, c.Settings.RedisURL, c.History, bad)
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {
 	case c.AdminToken == "" && c.Production():
