@@ -171,7 +171,11 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
 	}
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities})
+	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities}
+	if app.Archive != nil {
+		opts.Archive = app.Archive.db
+	}
+	app.Service = chat.NewService(app.Store, opts)
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

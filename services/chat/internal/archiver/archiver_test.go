@@ -50,7 +50,7 @@ func newRig(t *testing.T, rdb redis.UniversalClient, history, hold int) *rig {
 	}
 	prefix := fmt.Sprintf("t%d:", time.Now().UnixNano())
 	store := redisstore.New(rdb, redisstore.Options{History: history, ArchiveHold: hold, Prefix: prefix})
-	svc := chat.NewService(store, chat.Options{})
+	svc := chat.NewService(store, chat.Options{Archive: arch})
 	admin, err := svc.Bootstrap(ctx, "test-admin-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestArchiveHoldsTheWindow(t *testing.T) {
 	if a.Pass(ctx) {
 		t.Fatal("a pass with the archive down reported success")
 	}
-	page, err := r.svc.Messages(ctx, &r.admin, "hold", chat.Page{FromStart: true, Limit: 100})
+	page, err := r.store.Messages(ctx, "hold", chat.Page{FromStart: true, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestArchiveHoldsTheWindow(t *testing.T) {
 	}
 	// Caught up, the window is the history again on the next send.
 	r.send("hold", 1)
-	page, err = r.svc.Messages(ctx, &r.admin, "hold", chat.Page{FromStart: true, Limit: 100})
+	page, err = r.store.Messages(ctx, "hold", chat.Page{FromStart: true, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,5 +306,98 @@ func TestArchiveLeases(t *testing.T) {
 	}
 	if n := r.count("SELECT count(*) FROM chat_messages"); n != 38 {
 		t.Fatalf("%d archived, want 38", n)
+	}
+}
+
+// TestReadingPastTheWindow: with a window of 10, paging backwards from the
+// latest page goes on into the archive with the same ids and fields
+// (tombstones included), paging forwards from after=0 starts at the
+// archive's oldest, and replay by time finds a range however old.
+func TestReadingPastTheWindow(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	r := newRig(t, rdb, 10, 20)
+	ctx := context.Background()
+	a := r.archiver("one")
+	if err := a.Register(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	var sent []chat.Message
+	for i := 0; i < 4; i++ {
+		sent = append(sent, r.send("vod", 10)...)
+		if i == 0 {
+			gone, err := r.svc.DeleteMessage(ctx, r.admin, "vod", sent[3].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent[3] = gone
+		}
+		r.catchUp(a)
+	}
+	sent = append(sent, r.send("vod", 5)...) // 45 in all; the window holds the last 10
+	r.catchUp(a)
+	same := func(what string, got, want []chat.Message) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d messages, want %d", what, len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.ID != w.ID || g.Text != w.Text || g.User != w.User || !g.CreatedAt.Equal(w.CreatedAt) || g.Deleted != w.Deleted || g.Channel != w.Channel ||
+				(g.DeletedAt == nil) != (w.DeletedAt == nil) || (g.DeletedAt != nil && !g.DeletedAt.Equal(*w.DeletedAt)) {
+				t.Fatalf("%s: message %d is %+v, want %+v", what, i, g, w)
+			}
+		}
+	}
+	// Backwards, 20 at a time: 26..45, 6..25, 1..5.
+	var got []chat.Message
+	before := int64(0)
+	for {
+		page, err := r.svc.Messages(ctx, &r.admin, "vod", chat.Page{Limit: 20, Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(page, got...)
+		before = page[0].ID
+	}
+	same("backwards", got, sent)
+	// Forwards from the start.
+	page, err := r.svc.Messages(ctx, &r.admin, "vod", chat.Page{Limit: 7, FromStart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after=0", page, sent[:7])
+	page, err = r.svc.Messages(ctx, &r.admin, "vod", chat.Page{Limit: 20, After: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("after=30 across the seam", page, sent[30:45])
+	// Replay by time: the range of messages 3..12 (ids), in order.
+	from, to := sent[2].CreatedAt, sent[12].CreatedAt
+	var want []chat.Message
+	for _, m := range sent {
+		if !m.CreatedAt.Before(from) && m.CreatedAt.Before(to) {
+			want = append(want, m)
+		}
+	}
+	var replay []chat.Message
+	after := int64(0)
+	for {
+		p, err := r.svc.Replay(ctx, &r.admin, "vod", from, to, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replay = append(replay, p...)
+		if len(p) < 4 {
+			break
+		}
+		after = p[len(p)-1].ID
+	}
+	same("replay", replay, want)
+	if _, err := r.svc.Replay(ctx, &r.admin, "vod", to, from, 0, 4); chat.KindOf(err) != chat.KindInvalid {
+		t.Fatalf("a range ending before it starts: %v", err)
 	}
 }

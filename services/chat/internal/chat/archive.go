@@ -121,3 +121,16 @@ func ArchiveShard(channel string, shards int) int {
 	}
 	return int(h % uint32(shards))
 }
+
+// ArchiveReader reads the durable archive: what the engine's window let
+// go, and replay by time.
+type ArchiveReader interface {
+	// ArchiveMessages returns the page p of channel's archived messages
+	// (tombstones included), oldest first, as Store.Messages does with
+	// every message the archive holds: the latest p.Limit below p.Before
+	// (0: none), or the first p.Limit after p.After with p.FromStart.
+	ArchiveMessages(ctx context.Context, channel string, p Page) ([]Message, error)
+	// ArchiveReplay returns up to limit archived messages of channel
+	// created in [from, to), in channel order, with ids above after.
+	ArchiveReplay(ctx context.Context, channel string, from, to time.Time, after int64, limit int) ([]Message, error)
+}

@@ -28,6 +28,9 @@ type Options struct {
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
 	// CHAT_JWKS_URL); nil accepts chat tokens only.
 	Identities *jwtauth.Verifier
+	// Archive, when set, is the durable archive that reads past the
+	// engine's window continue from (archive_read.go).
+	Archive ArchiveReader
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -45,6 +48,7 @@ type Service struct {
 	sendLimit  SendLimit
 	claimed    claimedChannels
 	identities *jwtauth.Verifier
+	archive    ArchiveReader
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
@@ -59,7 +63,7 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, archive: opts.Archive, filters: map[string]*compiledFilter{}}
 }
 
 // Limits returns the limits in force.
