@@ -27,8 +27,8 @@ type Archive struct {
 // sending through an archive outage grows by at most 4 MB before the
 // window trims past the archive (counted in
 // chat_archive_lost_messages_total); at 1,000 sends/s over 100 channels
-// that is 100 s of a Postgres outage held without a gap, 10,000 s at 10
-// sends/s.
+// (10 a second each) that is 1,000 s of a Postgres outage held without a
+// gap, 100 s for a channel sending 100 a second.
 const DefaultArchiveHold = 10_000
 
 // maxArchiveHold bounds CHAT_ARCHIVE_HOLD: a channel's window must stay a
