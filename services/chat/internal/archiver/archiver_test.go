@@ -401,3 +401,78 @@ func TestReadingPastTheWindow(t *testing.T) {
 		t.Fatalf("a range ending before it starts: %v", err)
 	}
 }
+
+// TestSearch: words, phrases and prefixes in any script, a user's only,
+// tombstones left out, newest first with a cursor.
+func TestSearch(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	r := newRig(t, rdb, 1000, 5000)
+	ctx := context.Background()
+	viewer, _, err := r.svc.CreateUser(ctx, r.admin, chat.CreateUserInput{Name: "viewer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := func(u chat.User, text string) int64 {
+		res, err := r.svc.Send(ctx, chat.Fresh(u), chat.SendInput{Channel: "find", Message: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Message.ID
+	}
+	gg1 := say(r.admin, "Good game everyone")
+	say(viewer, "what a game, good luck next time")
+	gg2 := say(viewer, "GOOD GAME!! clutch play")
+	ja := say(viewer, "東京 ラーメン おいしい")
+	ru := say(r.admin, "Привет всем, отличная игра")
+	gone := say(viewer, "good game but deleted")
+	if _, err := r.svc.DeleteMessage(ctx, r.admin, "find", gone); err != nil {
+		t.Fatal(err)
+	}
+	a := r.archiver("one")
+	if err := a.Register(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	r.catchUp(a)
+	ids := func(q, user string, before int64, limit int) []int64 {
+		t.Helper()
+		ms, err := r.svc.Search(ctx, r.admin, "find", q, user, before, limit)
+		if err != nil {
+			t.Fatalf("search %q: %v", q, err)
+		}
+		out := []int64{}
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q, user string
+		before  int64
+		limit   int
+		want    []int64
+	}{
+		{`"good game"`, "", 0, 10, []int64{gg2, gg1}},
+		{`"good game"`, viewer.ID, 0, 10, []int64{gg2}},
+		{`"good game"`, "", gg2, 10, []int64{gg1}},
+		{`"good game"`, "", 0, 1, []int64{gg2}},
+		{`clu*`, "", 0, 10, []int64{gg2}},
+		{`game clu*`, "", 0, 10, []int64{gg2}},
+		{`ПРИВЕТ`, "", 0, 10, []int64{ru}},
+		{`отлич*`, "", 0, 10, []int64{ru}},
+		{`東京`, "", 0, 10, []int64{ja}},
+		{`game -clutch`, "", 0, 10, []int64{gg1 + 1, gg1}},
+	} {
+		if got := ids(tc.q, tc.user, tc.before, tc.limit); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("search %q user %q before %d: %v, want %v", tc.q, tc.user, tc.before, got, tc.want)
+		}
+	}
+	for _, q := range []string{"", "a*", "x%*", strings.Repeat("w ", 11)} {
+		if _, err := r.svc.Search(ctx, r.admin, "find", q, "", 0, 10); chat.KindOf(err) != chat.KindInvalid {
+			t.Errorf("search %q: %v, want invalid", q, err)
+		}
+	}
+	if _, err := r.svc.Search(ctx, viewer, "find", "game", "", 0, 10); chat.KindOf(err) != chat.KindForbidden {
+		t.Errorf("a viewer searched: %v", err)
+	}
+}

@@ -134,3 +134,25 @@ type ArchiveReader interface {
 	// created in [from, to), in channel order, with ids above after.
 	ArchiveReplay(ctx context.Context, channel string, from, to time.Time, after int64, limit int) ([]Message, error)
 }
+
+// ArchiveSearcher searches the archive's message texts.
+type ArchiveSearcher interface {
+	// ArchiveSearch returns up to q.Limit messages of q.Channel (not
+	// tombstones) matching q, newest first, with ids below q.Before (0:
+	// none).
+	ArchiveSearch(ctx context.Context, q SearchQuery) ([]Message, error)
+}
+
+// SearchQuery is a parsed search (ParseSearch).
+type SearchQuery struct {
+	Channel string
+	// Text is the words and "quoted phrases" to match (PostgreSQL's
+	// websearch syntax: also `or` and -word), lower-cased, every script
+	// alike (no stemming, no stop words).
+	Text string
+	// Prefixes are words given as word*: any word starting so matches.
+	Prefixes []string
+	UserID   string
+	Before   int64
+	Limit    int
+}

@@ -19,6 +19,15 @@ type ReplayInput struct {
 	Limit   int       `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"How many messages, 1..200"`
 }
 
+// SearchInput is GET /channels/{channel}/messages/search.
+type SearchInput struct {
+	Channel string `path:"channel" pattern:"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$" doc:"Channel name, folded to lower case"`
+	Q       string `query:"q" required:"true" minLength:"1" maxLength:"200" doc:"Words (all must match), \"quoted phrases\", word* prefixes, -word to exclude, or: up to 10 terms, case-insensitive, any script" example:"\"good game\" clutch*"`
+	UserID  string `query:"user_id" maxLength:"64" doc:"Only this user's messages"`
+	Before  int64  `query:"before" minimum:"1" doc:"Only messages with a smaller id: pass the last id of the page you have (the next, older page)"`
+	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"How many messages, 1..100"`
+}
+
 func (a *API) registerArchive(srv *apiserver.Server[chat.User]) {
 	apiserver.Register(srv, a.readOp(apiserver.Operation{
 		Method: http.MethodGet, URL: Prefix + "/channels/{channel}/messages", Tags: []string{tagMessages},
@@ -29,6 +38,27 @@ func (a *API) registerArchive(srv *apiserver.Server[chat.User]) {
 			"live edge read `GET /messages`. Page with `after=<last id>` until a page is shorter than `limit`. Without " +
 			"an archive the answer is 404 with `reason: no_archive`.",
 	}, map[int]string{http.StatusNotFound: "This deployment has no archive (`reason: no_archive`)"}), a.replay)
+
+	apiserver.Register(srv, writeOp(apiserver.Operation{
+		Method: http.MethodGet, URL: Prefix + "/channels/{channel}/messages/search", Tags: []string{tagChannels, tagModeration},
+		Summary: "Search a channel's chat",
+		Description: "The channel's messages (tombstones left out) whose text matches `q`, newest first, from the archive: " +
+			"PostgreSQL full-text search with the language-neutral `simple` configuration (lower-cased words, no stemming, " +
+			"every script alike). Page with `before=<last id>`. For the channel's moderators.",
+	}, chat.ActionReadModLog, map[int]string{http.StatusNotFound: "This deployment has no archive (`reason: no_archive`)"}), a.search)
+}
+
+func (a *API) search(c *apiserver.Context[chat.User], in *SearchInput) (MessagePage, error) {
+	actor, err := Actor(c)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	ms, err := a.svc.Search(c.Request.Context(), actor, in.Channel, in.Q, in.UserID, in.Before, in.Limit)
+	if err != nil {
+		return MessagePage{}, StatusError(renameField(err, "channel", "params.channel"), inQuery)
+	}
+	channel, _ := chat.NormalizeChannel(in.Channel)
+	return MessagePage{Channel: channel, Messages: messagesOf(ms)}, nil
 }
 
 func (a *API) replay(c *apiserver.Context[chat.User], in *ReplayInput) (MessagePage, error) {

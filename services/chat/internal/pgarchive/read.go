@@ -87,3 +87,36 @@ WHERE channel = $1 AND created_at >= $2 AND created_at < $3 AND id > $4 ORDER BY
 	}
 	return ms, nil
 }
+
+var _ chat.ArchiveSearcher = (*Archive)(nil)
+
+// ArchiveSearch implements chat.ArchiveSearcher with the GIN index on
+// to_tsvector('simple', body): the websearch text and each prefix are
+// tsqueries ANDed together. The prefixes are letters and digits only
+// (chat.ParseSearch), so quoting them as lexemes is safe.
+func (a *Archive) ArchiveSearch(ctx context.Context, q chat.SearchQuery) ([]chat.Message, error) {
+	var prefix string
+	for i, p := range q.Prefixes {
+		if i > 0 {
+			prefix += " & "
+		}
+		prefix += "'" + p + "':*"
+	}
+	before := q.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := a.pool.Query(ctx, "SELECT "+messageColumns+` FROM chat_messages
+WHERE channel = $1 AND deleted_at IS NULL AND id < $2 AND ($3 = '' OR user_id = $3)
+AND to_tsvector('simple', body) @@ (CASE WHEN $4 = '' THEN ''::tsquery ELSE websearch_to_tsquery('simple', $4) END
+	&& CASE WHEN $5 = '' THEN ''::tsquery ELSE to_tsquery('simple', $5) END)
+ORDER BY id DESC LIMIT $6`, q.Channel, before, q.UserID, q.Text, prefix, q.Limit)
+	if err != nil {
+		return nil, chat.Unavailable("search the archive", err)
+	}
+	ms, err := scanMessages(rows, q.Channel)
+	if err != nil {
+		return nil, chat.Unavailable("search the archive", err)
+	}
+	return ms, nil
+}
