@@ -70,7 +70,7 @@ func startArchive(app *App) error {
 	}
 	stopArchiver := runUntilStopped(a.Run)
 	stopJob := runUntilStopped(func(ctx context.Context) {
-		app.Archive.db.RunMaintenance(ctx, maintenanceInterval, time.Now)
+		app.Archive.db.RunMaintenance(ctx, maintenanceInterval, app.Config.Archive.Retention, time.Now)
 	})
 	app.stopArchive = func() { stopArchiver(); stopJob() }
 	return nil

@@ -59,6 +59,7 @@ Environment (configuration comes only from the environment):
                           REDIS_URL; default: no archive)
   CHAT_ARCHIVE_HOLD       most messages a channel's Redis window keeps while the
                           archive is behind (10000, at least CHAT_HISTORY)
+  CHAT_ARCHIVE_RETENTION  how long the archive keeps what it holds (60d; 1d..3650d)
   CHAT_PPROF_ADDR         profiling listener (builds tagged pprof only)
 
 The README lists every variable with its default and range.

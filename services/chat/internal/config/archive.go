@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/apistack/platform/libs/apiserver/ratelimit"
 )
 
 // Archive is the durable archive's configuration: CHAT_DATABASE_URL (empty:
@@ -20,7 +23,22 @@ type Archive struct {
 	// while the archive is behind (it is not trimmed past what is
 	// archived until then): DefaultArchiveHold, at least CHAT_HISTORY.
 	Hold int
+	// Retention is how long the archive keeps what it holds
+	// (CHAT_ARCHIVE_RETENTION): whole days older than this are dropped.
+	Retention time.Duration
 }
+
+// DefaultArchiveRetention is CHAT_ARCHIVE_RETENTION's default, 60 days:
+// Twitch keeps a VOD (and its chat replay) 60 days for its partners, the
+// longest of its defaults; a platform that keeps VODs longer sets more.
+const DefaultArchiveRetention = 60 * 24 * time.Hour
+
+// Retention bounds: at least a day (partitions are days), at most ten
+// years.
+const (
+	minArchiveRetention = 24 * time.Hour
+	maxArchiveRetention = 3650 * 24 * time.Hour
+)
 
 // DefaultArchiveHold is CHAT_ARCHIVE_HOLD's default: ten times the default
 // history. At about 400 bytes a message in Redis, a channel that keeps
@@ -47,13 +65,21 @@ func (a Archive) LogValue() slog.Value {
 	if u, err := url.Parse(a.DatabaseURL); err == nil {
 		host = u.Host + u.Path
 	}
-	return slog.GroupValue(slog.Bool("enabled", true), slog.String("database", host), slog.Int("hold", a.Hold))
+	return slog.GroupValue(slog.Bool("enabled", true), slog.String("database", host), slog.Int("hold", a.Hold),
+		slog.Int("retention_days", int(a.Retention/(24*time.Hour))))
 }
 
 // loadArchive reads CHAT_DATABASE_URL and CHAT_ARCHIVE_HOLD; bad reports
 // each wrong one.
 func loadArchive(getenv func(string) string, redisURL string, history int, bad func(name, value, want string)) Archive {
-	a := Archive{DatabaseURL: strings.TrimSpace(getenv("CHAT_DATABASE_URL")), Hold: max(DefaultArchiveHold, history)}
+	a := Archive{DatabaseURL: strings.TrimSpace(getenv("CHAT_DATABASE_URL")), Hold: max(DefaultArchiveHold, history), Retention: DefaultArchiveRetention}
+	if v := getenv("CHAT_ARCHIVE_RETENTION"); v != "" {
+		d, err := ratelimit.ParseWindow(strings.TrimSpace(v))
+		if err != nil || d < minArchiveRetention || d > maxArchiveRetention || d%(24*time.Hour) != 0 {
+			bad("CHAT_ARCHIVE_RETENTION", v, "want whole days 1d..3650d, like 60d")
+		}
+		a.Retention = d
+	}
 	if v := getenv("CHAT_ARCHIVE_HOLD"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < history || n > maxArchiveHold {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestArchiveIsOffUnlessADatabaseIsNamed(t *testing.T) {
@@ -48,6 +49,22 @@ func TestArchiveRefusals(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "pw-not-shown") {
 			t.Errorf("the error shows the URL's password: %v", err)
+		}
+	}
+}
+
+func TestArchiveRetention(t *testing.T) {
+	c, err := Load(envOf(nil))
+	if err != nil || c.Archive.Retention != DefaultArchiveRetention {
+		t.Fatalf("default retention %v %v", c.Archive.Retention, err)
+	}
+	c, err = Load(envOf(map[string]string{"CHAT_ARCHIVE_RETENTION": "400d"}))
+	if err != nil || c.Archive.Retention != 400*24*time.Hour {
+		t.Fatalf("400d: %v %v", c.Archive.Retention, err)
+	}
+	for _, v := range []string{"0d", "12h", "36h", "3651d", "forever"} {
+		if _, err := Load(envOf(map[string]string{"CHAT_ARCHIVE_RETENTION": v})); err == nil || !strings.Contains(err.Error(), "CHAT_ARCHIVE_RETENTION") {
+			t.Errorf("%s: %v", v, err)
 		}
 	}
 }

@@ -115,13 +115,68 @@ WHERE p.relname = $1 ORDER BY c.relname`, table)
 	return out, nil
 }
 
-// RunMaintenance creates partitions ahead every interval until ctx ends.
-// Every replica runs it; the advisory lock makes the creations one at a
-// time, and IF NOT EXISTS makes all but the first find nothing to do.
-func (a *Archive) RunMaintenance(ctx context.Context, interval time.Duration, now func() time.Time) {
+// DropExpired drops every table's partitions whose whole day ended more
+// than retention before now, and returns their names. One replica at a
+// time runs it (the transaction's advisory lock; another finds the lock
+// taken and drops nothing this round): dropping is idempotent anyway,
+// the lock keeps replicas from queueing behind each other's DROPs.
+func (a *Archive) DropExpired(ctx context.Context, now time.Time, retention time.Duration) ([]string, error) {
+	cutoff := now.Add(-retention)
+	var dropped []string
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var got bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", partitionLock).Scan(&got); err != nil || !got {
+			return err
+		}
+		for _, t := range tables {
+			days, err := a.Partitions(ctx, t)
+			if err != nil {
+				return err
+			}
+			for _, d := range days {
+				if d.AddDate(0, 0, 1).After(cutoff) {
+					continue
+				}
+				name := partitionName(t, d)
+				if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+					return fmt.Errorf("drop partition %s: %w", name, err)
+				}
+				dropped = append(dropped, name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("archive retention: %w", err)
+	}
+	a.mu.Lock()
+	for d := range a.days {
+		if !d.AddDate(0, 0, 1).After(cutoff) {
+			delete(a.days, d)
+		}
+	}
+	a.mu.Unlock()
+	return dropped, nil
+}
+
+// RunMaintenance, every interval until ctx ends, creates partitions
+// ahead and, with retention > 0, drops the expired ones. Every replica
+// runs it: the creations go one at a time under the advisory lock and
+// IF NOT EXISTS makes all but the first find nothing to do; the drops
+// run in one replica at a time (DropExpired).
+func (a *Archive) RunMaintenance(ctx context.Context, interval, retention time.Duration, now func() time.Time) {
 	for {
 		if err := a.EnsureAhead(ctx, now()); err != nil && ctx.Err() == nil {
 			a.log.Warn("archive: creating partitions ahead failed; retrying", "err", err)
+		}
+		if retention > 0 {
+			dropped, err := a.DropExpired(ctx, now(), retention)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				a.log.Warn("archive: dropping expired partitions failed; retrying", "err", err)
+			case len(dropped) > 0:
+				a.log.Info("archive: dropped expired partitions", "partitions", dropped, "retention", retention.String())
+			}
 		}
 		t := time.NewTimer(interval)
 		select {
