@@ -22,6 +22,7 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 )
 
 // version is the build's version, set with -ldflags "-X main.version=...";
@@ -171,7 +172,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
 	}
-	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities}
+	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities)}
 	if app.Archive != nil {
 		opts.Archive = app.Archive.db
 	}

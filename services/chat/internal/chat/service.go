@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/apistack/platform/libs/apiserver/jwtauth"
 )
 
 // Options configure a Service.
@@ -26,8 +24,8 @@ type Options struct {
 	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
 	SendLimit SendLimit
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
-	// CHAT_JWKS_URL); nil accepts chat tokens only.
-	Identities *jwtauth.Verifier
+	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
+	Identities Identities
 	// Archive, when set, is the durable archive that reads past the
 	// engine's window continue from (archive_read.go).
 	Archive ArchiveReader
@@ -47,7 +45,7 @@ type Service struct {
 	limits     Limits
 	sendLimit  SendLimit
 	claimed    claimedChannels
-	identities *jwtauth.Verifier
+	identities Identities
 	archive    ArchiveReader
 
 	mu      sync.Mutex
