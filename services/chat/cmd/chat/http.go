@@ -96,6 +96,9 @@ func serveHTTP(ctx context.Context, app *App) error {
 	if _, err := httpapi.Register(app.HTTP, app.Service); err != nil {
 		return err
 	}
+	if err := httpapi.RegisterWebhooks(app.HTTP, app.Webhooks); err != nil {
+		return err
+	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
 	if err := startArchive(app); err != nil {
 		return err

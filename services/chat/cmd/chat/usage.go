@@ -54,6 +54,14 @@ Environment (configuration comes only from the environment):
   CHAT_WS_MAX_SOCKETS, CHAT_WS_USER_RESERVE_PERCENT, CHAT_WS_MAX_SOCKETS_PER_USER,
   CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_IPV4_NET_PREFIX,
   CHAT_WS_IPV6_NET_PREFIX, CHAT_WS_MAX_CHANNELS_PER_IP, CHAT_WS_WRITERS
+  CHAT_WEBHOOK_ALLOW_PRIVATE
+                          webhooks may reach private, loopback and link-local
+                          addresses (false)
+  CHAT_SEND_HOOK_URL      the platform's hook asked before a send is stored (empty: none);
+                          CHAT_SEND_HOOK_SECRET (its whsec_ signing key),
+                          CHAT_SEND_HOOK_TIMEOUT (300ms, at most 5s),
+                          CHAT_SEND_HOOK_FAIL (closed | open: what a send does when
+                          the hook does not answer)
   CHAT_DATABASE_URL       archive every message, tombstone, moderation event and
                           mod-log entry in this PostgreSQL (postgres://...; needs
                           REDIS_URL; default: no archive)

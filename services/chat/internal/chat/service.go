@@ -26,6 +26,11 @@ type Options struct {
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
 	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
 	Identities Identities
+	// SendHook, when set, judges every send before it is stored
+	// (CHAT_SEND_HOOK_URL); SendHookFailOpen lets a send through when it
+	// does not answer (CHAT_SEND_HOOK_FAIL=open).
+	SendHook         SendHook
+	SendHookFailOpen bool
 	// Archive, when set, is the durable archive that reads past the
 	// engine's window continue from (archive_read.go).
 	Archive ArchiveReader
@@ -48,6 +53,9 @@ type Service struct {
 	identities Identities
 	archive    ArchiveReader
 
+	sendHook         SendHook
+	sendHookFailOpen bool
+
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
 }
@@ -61,7 +69,8 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, archive: opts.Archive, filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
+		sendHook: opts.SendHook, archive: opts.Archive, sendHookFailOpen: opts.SendHookFailOpen}
 }
 
 // Limits returns the limits in force.
