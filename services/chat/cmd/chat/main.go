@@ -55,6 +55,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "token":
 		return token(args, getenv, stdout, stderr)
 	}
+	if len(args) == 1 && (cmd == "serve" || cmd == "healthcheck") {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+	}
 	if len(args) > 0 {
 		return fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q; see chat --help", cmd, args)
 	}
