@@ -65,7 +65,11 @@ func openStore(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 		store := memory.New(cfg.History)
 		return engine{store: store, feed: store}, nil
 	}
-	store := redisstore.New(rdb, redisstore.Options{History: cfg.History})
+	opts := redisstore.Options{History: cfg.History}
+	if cfg.Archive.Enabled() {
+		opts.ArchiveHold = cfg.Archive.Hold
+	}
+	store := redisstore.New(rdb, opts)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := store.Ping(ctx); err != nil {
@@ -96,6 +100,9 @@ func serveHTTP(ctx context.Context, app *App) error {
 		return err
 	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
+	if err := startArchive(app); err != nil {
+		return err
+	}
 	opts := realtime.Options{Logger: app.Log, Limits: &app.Config.Sockets, Writers: app.Config.Writers}
 	if app.Redis != nil {
 		opts.Presence = redispresence.New(app.Redis, "", 0)

@@ -70,8 +70,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, getenv, stdout)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
+	case "migrate":
+		return migrate(ctx, getenv, stdout)
 	}
-	return fmt.Errorf("unknown subcommand %q (want serve, healthcheck, token or help)", cmd)
+	return fmt.Errorf("unknown subcommand %q (want serve, healthcheck, migrate, token or help)", cmd)
 }
 
 // App is the wired service, built in one direction: settings, then
@@ -106,6 +108,11 @@ type App struct {
 	// stopKeys ends the background JWKS refresh (nil without platform
 	// tokens).
 	stopKeys func()
+	// Archive is the durable archive (nil without CHAT_DATABASE_URL;
+	// cmd/chat/archive.go), its archiver started by serveHTTP and ended
+	// by stopArchive.
+	Archive     *archive
+	stopArchive func()
 }
 
 // Close stops the server (a no-op once it has stopped) and the engine's
@@ -121,6 +128,12 @@ func (a *App) Close() error {
 	}
 	if a.stopKeys != nil {
 		a.stopKeys()
+	}
+	if a.stopArchive != nil {
+		a.stopArchive()
+	}
+	if a.Archive != nil {
+		a.Archive.db.Close()
 	}
 	errs = append(errs, a.Store.Close())
 	if a.Redis != nil {
@@ -163,6 +176,12 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 			return nil, err
 		}
 	}
+	if cfg.Archive.Enabled() {
+		if app.Archive, err = openArchive(ctx, cfg, app.Log); err != nil {
+			return nil, err
+		}
+		closers = append(closers, func() error { app.Archive.db.Close(); return nil })
+	}
 	eng, err := openStore(ctx, cfg, app.Redis)
 	if err != nil {
 		return nil, err
@@ -185,6 +204,9 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 		closers = append(closers, func() error { stopKeys(); return nil })
 	}
 	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities), ClosedChannels: !cfg.OpenChannels}
+	if app.Archive != nil {
+		opts.Archive = app.Archive.db
+	}
 	if cfg.SendHook.URL != "" {
 		if opts.SendHook, err = sendhook.New(cfg.SendHook.URL, cfg.SendHook.Secret, cfg.SendHook.Timeout); err != nil {
 			return nil, err

@@ -15,7 +15,7 @@ import (
 )
 
 // usage is `chat --help`: every subcommand and the environment it reads.
-const usage = `usage: chat [serve | healthcheck | token | help]
+const usage = `usage: chat [serve | healthcheck | migrate | token | help]
 
 Subcommands:
   serve         Run the chat service (the default): the HTTP API under /api/v1,
@@ -23,6 +23,8 @@ Subcommands:
                 /docs, /healthz, /readyz and /metrics.
   healthcheck   Ask the local /healthz (PORT, HOST) and exit 0 on 200, else 1
                 (Docker images have no shell or curl).
+  migrate       Apply the archive's migrations to CHAT_DATABASE_URL and exit
+                (serve applies them at start too, under the same advisory lock).
   token --sub ID [--name NAME] [--ttl 1h]
                 Print a development platform token: an HS256 JWT for the user
                 ID, signed with CHAT_JWT_SECRET, with CHAT_JWT_ISSUER and
@@ -58,6 +60,20 @@ Environment (configuration comes only from the environment):
   CHAT_WS_MAX_SOCKETS, CHAT_WS_USER_RESERVE_PERCENT, CHAT_WS_MAX_SOCKETS_PER_USER,
   CHAT_WS_MAX_SOCKETS_PER_IP, CHAT_WS_MAX_SOCKETS_PER_NET, CHAT_WS_IPV4_NET_PREFIX,
   CHAT_WS_IPV6_NET_PREFIX, CHAT_WS_MAX_CHANNELS_PER_IP, CHAT_WS_WRITERS
+  CHAT_WEBHOOK_ALLOW_PRIVATE
+                          webhooks may reach private, loopback and link-local
+                          addresses (false)
+  CHAT_SEND_HOOK_URL      the platform's hook asked before a send is stored (empty: none);
+                          CHAT_SEND_HOOK_SECRET (its whsec_ signing key),
+                          CHAT_SEND_HOOK_TIMEOUT (300ms, at most 5s),
+                          CHAT_SEND_HOOK_FAIL (closed | open: what a send does when
+                          the hook does not answer)
+  CHAT_DATABASE_URL       archive every message, tombstone, moderation event and
+                          mod-log entry in this PostgreSQL (postgres://...; needs
+                          REDIS_URL; default: no archive)
+  CHAT_ARCHIVE_HOLD       most messages a channel's Redis window keeps while the
+                          archive is behind (10000, at least CHAT_HISTORY)
+  CHAT_ARCHIVE_RETENTION  how long the archive keeps what it holds (60d; 1d..3650d)
   CHAT_PPROF_ADDR         profiling listener (builds tagged pprof only)
 
 The README lists every variable with its default and range.

@@ -34,6 +34,9 @@ type Options struct {
 	// does not answer (CHAT_SEND_HOOK_FAIL=open).
 	SendHook         SendHook
 	SendHookFailOpen bool
+	// Archive, when set, is the durable archive that reads past the
+	// engine's window continue from (archive_read.go).
+	Archive ArchiveReader
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -54,6 +57,7 @@ type Service struct {
 	identities Identities
 	// openChannels is CHAT_OPEN_CHANNELS.
 	openChannels bool
+	archive      ArchiveReader
 
 	sendHook         SendHook
 	sendHookFailOpen bool
@@ -72,7 +76,7 @@ func NewService(store Store, opts Options) *Service {
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
 		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
-		openChannels: !opts.ClosedChannels, sendHook: opts.SendHook, sendHookFailOpen: opts.SendHookFailOpen}
+		openChannels: !opts.ClosedChannels, sendHook: opts.SendHook, archive: opts.Archive, sendHookFailOpen: opts.SendHookFailOpen}
 }
 
 // Limits returns the limits in force.

@@ -412,7 +412,7 @@ func (s *Service) Messages(ctx context.Context, actor *User, channel string, p P
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}
-	return ms, nil
+	return s.pastWindow(ctx, channel, p, ms)
 }
 
 // DeleteMessage replaces a message with its tombstone. Moderators delete

@@ -80,6 +80,8 @@ type Config struct {
 	// EmbedOrigins are CHAT_EMBED_ORIGINS: the sites that may frame the
 	// chat page and hand it a token by postMessage (web.Options).
 	EmbedOrigins []string
+	// Archive is CHAT_DATABASE_URL and CHAT_ARCHIVE_HOLD (archive.go).
+	Archive Archive
 	// WebhookAllowPrivate is CHAT_WEBHOOK_ALLOW_PRIVATE: webhooks may
 	// reach private, loopback and link-local addresses (default false).
 	WebhookAllowPrivate bool
@@ -226,7 +228,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("ws_max_channels_per_ip", c.Sockets.MaxChannelsPerIP), slog.Int("ws_writers", c.wsWriters()),
 		slog.String("jwt_secret", mask(c.JWT.Secret)), slog.String("jwks_url", c.JWT.JWKSURL),
 		slog.String("jwt_issuer", c.JWT.Issuer), slog.String("jwt_audience", c.JWT.Audience),
-		slog.Any("embed_origins", c.EmbedOrigins),
+		slog.Any("embed_origins", c.EmbedOrigins), slog.Any("archive", c.Archive),
 		slog.Bool("webhook_allow_private", c.WebhookAllowPrivate),
 		slog.String("send_hook_url", c.SendHook.URL), slog.String("send_hook_secret", mask(c.SendHook.Secret)),
 		slog.Duration("send_hook_timeout", c.SendHook.Timeout), slog.Bool("send_hook_fail_open", c.SendHook.FailOpen),
@@ -357,6 +359,7 @@ func Load(getenv func(string) string) (Config, error) {
 		c.WebhookAllowPrivate = b
 	}
 	c.SendHook = loadSendHook(getenv, c.Production(), bad)
+	c.Archive = loadArchive(getenv, c.Settings.RedisURL, c.History, bad)
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {
 	case c.AdminToken == "" && c.Production():

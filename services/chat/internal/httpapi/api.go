@@ -88,6 +88,7 @@ func Register(srv *apiserver.Server[chat.User], svc *chat.Service) (*API, error)
 	}
 	a.messages = messages
 	a.registerMessages(srv)
+	a.registerArchive(srv)
 	a.registerCommands(srv)
 	a.registerUsers(srv)
 	a.registerFilters(srv)

@@ -65,6 +65,8 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"post", "/api/v1/channels/{channel}/held/{id}/approve", false, "201 403 404 409"},
 		{"delete", "/api/v1/channels/{channel}/held/{id}", false, "204 403 404"},
 		{"get", "/api/v1/channels/{channel}/modlog", false, "200 400 403"},
+		{"get", "/api/v1/channels/{channel}/messages", true, "200 400 404 503"},
+		{"get", "/api/v1/channels/{channel}/messages/search", false, "200 400 403 404"},
 		{"get", "/api/v1/channels/{channel}/users/{id}/messages", false, "200 400 403"},
 		{"post", "/api/v1/channels/{channel}/users/{id}/purge", false, "200 400 403 404"},
 		{"get", "/api/v1/permissions", true, "200"},

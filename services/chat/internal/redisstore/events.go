@@ -91,8 +91,10 @@ func parseMark(v string) chat.Cursor {
 }
 
 // logCap bounds a channel's log in entries (liveNotice): twice the
-// history, so the events among the last History messages always fit.
-func (s *Store) logCap() int { return 2 * s.history }
+// history, so the events among the last History messages always fit;
+// twice the archive's hold when that is larger, so that events never
+// trim what the hold keeps for the archive.
+func (s *Store) logCap() int { return 2 * max(s.history, s.archiveHold) }
 
 // ReadEvents implements chat.EventLog. The trim mark is read in the same
 // transaction as the entries, to tell a gap from a quiet channel.

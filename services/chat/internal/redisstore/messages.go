@@ -31,7 +31,7 @@ func (s *Store) AppendSent(ctx context.Context, m chat.Message, once chat.Once, 
 		return chat.Message{}, err
 	}
 	keys := s.appendKeys(ch, w)
-	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap())...)
+	args := append([]any{s.history, data, s.ck(ch, "live"), m.CreatedAt.UnixMilli(), "", "", 0, w.Chatter}, append(raid, s.logCap(), s.archiveHold)...)
 	if once.Set() {
 		keys = append(keys, s.onceKey(ch, once.Key))
 		args[4], args[5], args[6] = string(once.Part), once.Fingerprint, once.For.Milliseconds()

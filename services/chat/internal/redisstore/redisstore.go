@@ -31,6 +31,9 @@ type Store struct {
 	owned   []redis.UniversalClient
 	history int
 	prefix  string
+	// archiveHold: while an archive is on, the most messages a channel's
+	// window keeps for it (archive.go); 0: none, trim at history.
+	archiveHold int
 	// cluster: rdb is a Redis Cluster client; scripts never span slots.
 	cluster bool
 }
@@ -41,6 +44,12 @@ type Options struct {
 	History int
 	// Prefix starts every key (default "chat:"); tests use it to share a server.
 	Prefix string
+	// ArchiveHold, when an archive is on (CHAT_DATABASE_URL), is the most
+	// messages a channel keeps while the archive is behind: the window is
+	// not trimmed past the archive's mark until it holds this many
+	// (CHAT_ARCHIVE_HOLD; at least History). 0: no archive, the window is
+	// History.
+	ArchiveHold int
 }
 
 // New wraps a client. The Store does not own rdb unless built by Open.
@@ -51,8 +60,11 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = "chat:"
 	}
+	if opts.ArchiveHold > 0 {
+		opts.ArchiveHold = max(opts.ArchiveHold, opts.History)
+	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Store{rdb: rdb, history: opts.History, prefix: opts.Prefix, cluster: cluster}
+	return &Store{rdb: rdb, history: opts.History, prefix: opts.Prefix, cluster: cluster, archiveHold: opts.ArchiveHold}
 }
 
 // Open connects to the Redis named by a REDIS_URL (one server, Sentinel or

@@ -29,13 +29,13 @@ import "github.com/redis/go-redis/v9"
 // gates. ARGV: history, event json, live channel, now ms, part ("" for
 // none), fingerprint, record ms, chatter ("" for none), raid threshold
 // (0: no count; only with a chatter), raid window ms, shield quiet ms,
-// shield event json, shield's moderation log entry json, log cap, then
-// one duration ms per gate. Returns {id, 0}, {0, wait ms} when a gate is
+// shield event json, shield's moderation log entry json, log cap, archive
+// hold (0: none; archiveHoldLua), then one duration ms per gate. Returns {id, 0}, {0, wait ms} when a gate is
 // closed, or {0, -1} when the record holds the part.
 var appendMessage = redis.NewScript(`
 local logk, edata = KEYS[2], ARGV[2]
 local part, chatter = ARGV[5], ARGV[8]
-local darg, now, rthr = 15, tonumber(ARGV[4]), tonumber(ARGV[9])
+local darg, now, rthr = 16, tonumber(ARGV[4]), tonumber(ARGV[9])
 local first = 5
 local seenk, raidk, shieldk, offk, modk
 if chatter ~= '' then
@@ -53,6 +53,7 @@ local id = redis.call('INCR', KEYS[1])
 ` + entryEpoch + `
 redis.call('XADD', KEYS[2], id .. '-0', 't', 'message', 'd', ARGV[2], 'e', epoch)
 local cut = id - tonumber(ARGV[1])
+` + archiveHoldLua + `
 if cut > 0 then
   local old = tonumber(string.match(redis.call('GET', KEYS[3]) or '0', '^%d+'))
   if cut > old then
