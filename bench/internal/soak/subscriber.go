@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/netguard"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // subscriber is one socket that reads its channel, reconnecting with since= the
@@ -118,7 +117,7 @@ func (s *subscriber) event(line []byte, resumed bool) {
 		return
 	}
 	switch ev.Type {
-	case chatwire.TypeHello:
+	case chatclient.TypeHello:
 		switch {
 		case !resumed:
 			s.cursor, s.lastID = ev.LastID, messageID(ev.LastID)
@@ -131,14 +130,14 @@ func (s *subscriber) event(line []byte, resumed bool) {
 			s.cursor, s.lastID = ev.LastID, messageID(ev.LastID)
 		}
 		return
-	case chatwire.TypeError:
+	case chatclient.TypeError:
 		s.r.fail("subscriber: error event")
 		return
 	}
 	if ev.Cursor != "" {
 		s.cursor = ev.Cursor
 	}
-	if ev.Type != chatwire.TypeMessage {
+	if ev.Type != chatclient.TypeMessage {
 		return
 	}
 	var m struct {
@@ -173,9 +172,5 @@ func messageID(cursor string) int64 {
 
 // wsURL is the subscription URL; since is passed on as the server wrote it.
 func wsURL(base, channel, since string) (string, error) {
-	u, err := chatwire.WSURL(base, channel, 0)
-	if err != nil || since == "" {
-		return u, err
-	}
-	return u + "&since=" + url.QueryEscape(since), nil
+	return chatclient.WSURL(base, channel, chatclient.Cursor(since))
 }
