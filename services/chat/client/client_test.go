@@ -341,4 +341,3 @@ func TestSubscriptionStopsWhenReconnectingCannotHelp(t *testing.T) {
 		t.Fatalf("Err = %v, want a 401", sub.Err())
 	}
 }
-
