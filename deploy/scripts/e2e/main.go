@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 func main() {
@@ -434,7 +436,7 @@ func (r *runner) dialN(ctx context.Context, n int) ([]*wsClient, error) {
 	return out, nil
 }
 
-func (r *runner) dialRetry(ctx context.Context, since messageID, wait time.Duration) (*wsClient, error) {
+func (r *runner) dialRetry(ctx context.Context, since chatclient.Cursor, wait time.Duration) (*wsClient, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		c, err := r.dial(ctx, since)
@@ -533,7 +535,7 @@ func (r *runner) failover(ctx context.Context) {
 		var back []*wsClient
 		defer func() { closeAll(back) }()
 		for range victims {
-			c, err := r.dialRetry(ctx, before.ID, 30*time.Second)
+			c, err := r.dialRetry(ctx, chatclient.Cursor(strconv.FormatInt(before.ID, 10)), 30*time.Second)
 			if err != nil {
 				return err
 			}
@@ -552,10 +554,10 @@ func (r *runner) failover(ctx context.Context) {
 				return err
 			}
 			if n := c.seen[before.ID]; n > 0 {
-				return fmt.Errorf("message %s, not newer than since=, was delivered again", before.ID)
+				return fmt.Errorf("message %d, not newer than since=, was delivered again", before.ID)
 			}
 			if n := c.seen[during.ID]; n > 1 {
-				return fmt.Errorf("message %s delivered %d times", during.ID, n)
+				return fmt.Errorf("message %d delivered %d times", during.ID, n)
 			}
 		}
 		return nil
@@ -564,7 +566,7 @@ func (r *runner) failover(ctx context.Context) {
 
 // persist: messages acknowledged with 201 survive a Redis restart.
 func (r *runner) persist(ctx context.Context) {
-	var mark messageID
+	var mark chatclient.Cursor
 	var acked []chatMessage
 	if !r.check("messages acknowledged before the Redis restart", func() error {
 		c, err := r.dial(ctx, "")
