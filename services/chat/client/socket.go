@@ -42,6 +42,17 @@ type DialOptions struct {
 	ReadLimit int64
 }
 
+// DialError is a socket that could not be opened (no answer, a refused
+// handshake: Err is then an *Error with the status, or no hello); OnDrop
+// tells it from a socket that ended.
+type DialError struct {
+	URL string
+	Err error
+}
+
+func (e *DialError) Error() string { return "chat: dial " + e.URL + ": " + e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
+
 // Dial opens a socket to channel on the client's Base and reads its hello.
 func (c *Client) Dial(ctx context.Context, channel string, o DialOptions) (*Conn, error) {
 	return c.dial(ctx, c.Base, channel, o)
@@ -69,9 +80,9 @@ func (c *Client) dial(ctx context.Context, base, channel string, o DialOptions) 
 				n, _ := resp.Body.Read(b)
 				b = b[:n]
 			}
-			return nil, fmt.Errorf("chat: dial %s: %w", u, errorOf(resp, b))
+			return nil, &DialError{URL: u, Err: errorOf(resp, b)}
 		}
-		return nil, fmt.Errorf("chat: dial %s: %w", u, err)
+		return nil, &DialError{URL: u, Err: err}
 	}
 	limit := o.ReadLimit
 	if limit <= 0 {
@@ -82,11 +93,11 @@ func (c *Client) dial(ctx context.Context, base, channel string, o DialOptions) 
 	ev, err := cn.Next(ctx)
 	if err != nil {
 		cn.CloseNow()
-		return nil, fmt.Errorf("chat: waiting for hello on %s: %w", u, err)
+		return nil, &DialError{URL: u, Err: fmt.Errorf("waiting for hello: %w", err)}
 	}
 	if ev.Type != TypeHello {
 		cn.CloseNow()
-		return nil, fmt.Errorf("chat: first frame on %s is %q, want hello", u, ev.Type)
+		return nil, &DialError{URL: u, Err: fmt.Errorf("first frame is %q, want hello", ev.Type)}
 	}
 	cn.Hello = ev
 	return cn, nil
@@ -171,8 +182,8 @@ type SubscribeOptions struct {
 	// one at a time, in order. A slow OnEvent makes the server drop the
 	// socket (4008); the subscription then recovers with since.
 	OnEvent func(Event)
-	// OnDrop is told why each connection ended or could not be made,
-	// before the wait that follows.
+	// OnDrop is told why each connection ended or could not be made (a
+	// *DialError), before the wait that follows.
 	OnDrop func(error)
 }
 
