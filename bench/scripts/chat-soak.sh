@@ -22,6 +22,22 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
+# Each side of every socket is a file: the replica and soak each need the sockets plus
+# some 256 more. Go raises a process's soft open-file limit to the hard one by itself, so
+# the hard limit is what counts; where it is lower, say so and run nothing.
+sockets=2000
+args=("$@")
+for i in "${!args[@]}"; do
+	case "${args[$i]}" in
+	-sockets | --sockets) sockets=${args[$((i + 1))]:-$sockets} ;;
+	-sockets=* | --sockets=*) sockets=${args[$i]#*=} ;;
+	esac
+done
+if [ "$(ulimit -Hn)" != unlimited ] && (($(ulimit -Hn) < sockets + 256)); then
+	echo "chat-soak: SKIP: the open-file hard limit is $(ulimit -Hn), and $sockets sockets need $((sockets + 256)) (raise it: ulimit -Hn, or LimitNOFILE for a service)"
+	exit 0
+fi
+
 redis_port=${REDIS_PORT:-$(free_port)}
 chat_port=${CHAT_PORT:-$(free_port)}
 admin_token=soak-admin-token-0123456789

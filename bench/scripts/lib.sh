@@ -86,20 +86,11 @@ ports_free() {
 	done
 }
 
-# free_port: prints a loopback port nothing listens on now (20000-59999), for scripts whose
-# caller named none: a fixed default fails whenever another run, or anything else, holds it.
-free_port() {
-	local port
-	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	echo "$(basename "$0"): no free loopback port found" >&2
-	exit 1
-}
+# free_port: prints a loopback port nothing listens on now, for scripts whose caller named
+# none: a fixed default fails whenever another run, or anything else, holds it. One copy
+# for every script of the repository, in deploy/scripts/netfree.sh.
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
+source "$root/deploy/scripts/netfree.sh"
 
 # scratch: sets work (a new temporary directory) and pids (append every background process
 # started); on exit, Ctrl-C included, the processes are stopped newest first (replicas

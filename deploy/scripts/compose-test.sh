@@ -28,20 +28,33 @@
 #                        through .env; official: the compose file's defaults (pulled;
 #                        .env is then ignored)
 #   COMPOSE_TEST_PROJECT compose project name (default apistack-e2e)
-#   PROXY_PORT           the proxy's port on 127.0.0.1 (default 8080)
-#   PROMETHEUS_PORT      Prometheus's port on 127.0.0.1 (default 19090)
+#   PROXY_PORT           the proxy's port on 127.0.0.1 (default: a free one)
+#   PROMETHEUS_PORT      Prometheus's port on 127.0.0.1 (default: a free one)
+#   GRAFANA_PORT         Grafana's port on 127.0.0.1 (default: a free one)
+#   PROXY_SUBNET         the edge network's subnet (default: the first /24 from 172.30.80.0
+#                        that no Docker network holds, so a developer's own stack, which
+#                        has 172.30.80.0/24, may keep running; a given one that overlaps
+#                        one stops the test with the network's name)
 #   COMPOSE_TEST_KEEP=1  leave the stack running after a failure, for a look
 #   COMPOSE_TEST_COMPOSE the compose command (default: docker compose, else docker-compose)
-#   OTLP_SINK_PORT       the checker's OTLP/HTTP sink port on the edge gateway (default 14318)
+#   OTLP_SINK_PORT       the checker's OTLP/HTTP sink port on the edge gateway (default: a
+#                        free one)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
 export COMPOSE_PROJECT_NAME=${COMPOSE_TEST_PROJECT:-apistack-e2e}
-export PROXY_PORT=${PROXY_PORT:-8080}
+log() { printf '\n==> [%3ds] %s\n' "$SECONDS" "$*"; }
+die() { printf 'compose-test: %s\n' "$*" >&2; exit 1; }
+
+# No fixed port or subnet: a developer's own stack (8080, 172.30.80.0/24) or another
+# test may hold them.
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
+. "$repo/deploy/scripts/netfree.sh"
 export PROXY_BIND=127.0.0.1
-export PROMETHEUS_PORT=${PROMETHEUS_PORT:-19090} GRAFANA_PORT=${GRAFANA_PORT:-13030}
+export PROXY_PORT=${PROXY_PORT:-$(free_port)} PROMETHEUS_PORT=${PROMETHEUS_PORT:-$(free_port)}
+export GRAFANA_PORT=${GRAFANA_PORT:-$(free_port)}
 # The checks send more requests from one address than the default limit allows.
 export RATE_LIMIT_MAX=${RATE_LIMIT_MAX:-100000}
 export RATE_LIMIT_WINDOW=${RATE_LIMIT_WINDOW:-1m}
@@ -62,9 +75,6 @@ else
 fi
 compose_args=(-f "$repo/docker-compose.yml")
 compose() { "${compose_cmd[@]}" "${compose_args[@]}" "$@"; }
-
-log() { printf '\n==> [%3ds] %s\n' "$SECONDS" "$*"; }
-die() { printf 'compose-test: %s\n' "$*" >&2; exit 1; }
 
 # service_containers SERVICE lists the running containers of one service of this project.
 service_containers() {
@@ -160,6 +170,9 @@ trap 'exit 143' TERM
 command -v docker >/dev/null || die "docker is not installed"
 docker info >/dev/null 2>&1 || die "no Docker engine reachable"
 command -v curl >/dev/null || die "curl is not installed"
+PROXY_SUBNET=$(free_subnet "${PROXY_SUBNET:-}") || die "no subnet for the edge network (above)"
+export PROXY_SUBNET
+log "edge network $PROXY_SUBNET; proxy on 127.0.0.1:$PROXY_PORT, Prometheus on :$PROMETHEUS_PORT"
 log "compose: ${compose_cmd[*]} ($("${compose_cmd[@]}" version --short 2>/dev/null || echo '?')), project $COMPOSE_PROJECT_NAME"
 
 workdir=$(mktemp -d)
@@ -249,7 +262,7 @@ log "6. traceparent continued (tracing on, spans to the checker's OTLP sink)"
 # Tracing is off without an exporter, and then no trace id is logged: the services are
 # recreated with one, the checker's sink on the host, which they reach at the gateway of
 # the network they share with the proxy.
-sink_port=${OTLP_SINK_PORT:-14318}
+sink_port=${OTLP_SINK_PORT:-$(free_port)}
 gateway=$(docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' "${COMPOSE_PROJECT_NAME}_edge")
 if [ -z "$gateway" ]; then
 	subnet=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "${COMPOSE_PROJECT_NAME}_edge")

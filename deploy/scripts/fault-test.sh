@@ -193,16 +193,10 @@ log "networks $front and $back (internal)"
 docker network create --label "$label" "$front" >/dev/null
 docker network create --label "$label" --internal "$back" >/dev/null
 
-# free_port: a TCP port nothing listens on, for a replica's published port (fixed, so a
-# killed replica comes back on the same one).
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-	done
-	die "no free port found"
-}
+# Each replica's published port is picked free once (fixed from then on, so a killed
+# replica comes back on the same one).
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
+. "$repo/deploy/scripts/netfree.sh"
 ports=("$(free_port)" "$(free_port)")
 [ "${ports[0]}" != "${ports[1]}" ] || ports[1]=$(free_port)
 replicas="http://127.0.0.1:${ports[0]},http://127.0.0.1:${ports[1]}"

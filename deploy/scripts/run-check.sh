@@ -7,18 +7,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 die() { printf 'run-check: %s\n' "$*" >&2; [ -f "${log:-}" ] && sed 's/^/  | /' "$log" >&2; exit 1; }
-# free_port picks a random high port nothing listens on (bash only; not race-free, but
-# the services would fail loudly on a clash).
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-}
+# shellcheck source-path=SCRIPTDIR/../.. source=deploy/scripts/netfree.sh
+. deploy/scripts/netfree.sh
 
 make -s build
 geoip_port=$(free_port)
