@@ -167,6 +167,29 @@ func (r *runner) smoke(ctx context.Context) {
 		}
 		return wantHTML(res)
 	})
+	r.check("chat browser client module and embed behind the proxy", func() error {
+		res, err := r.get(ctx, chatPrefix+"/client.js")
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(res, http.StatusOK); err != nil {
+			return err
+		}
+		if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") || !strings.Contains(string(res.body), "export class ChatClient") {
+			return fmt.Errorf("%s: Content-Type %q, want the ES module", res.finalURL.Path, ct)
+		}
+		res, err = r.get(ctx, chatPrefix+"/embed/"+r.channel+"?overlay=1")
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(res, http.StatusOK); err != nil {
+			return err
+		}
+		if csp := res.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			return fmt.Errorf("%s: Content-Security-Policy %q, want the page's", res.finalURL.Path, csp)
+		}
+		return wantHTML(res)
+	})
 	r.check("chat send is delivered over the WebSocket", func() error {
 		c, err := r.dial(ctx, "")
 		if err != nil {
