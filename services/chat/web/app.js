@@ -108,15 +108,13 @@ async function useToken(t) {
 // exp there is nothing to ask; after a 4002 the page reads on without the
 // token until the embedding site hands over a fresh one.
 function refreshToken(reason) {
-  if (reason === "expiring") return null;
+  if (reason !== "expired") return null;
   sessionStorage.removeItem("chat.token");
   state.me = null;
   $("who").textContent = "";
   moderation.setRole(null);
-  if (reason === "expired") {
-    showError("your session expired; sign in again");
-    tellEmbedder({ type: "chat-token-expired" });
-  }
+  showError("your session expired; sign in again");
+  tellEmbedder({ type: "chat-token-expired" });
   return null;
 }
 

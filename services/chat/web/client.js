@@ -26,9 +26,11 @@
  *   Called for a fresh token: "expiring" shortly before a platform token's
  *   exp (the answer renews the open socket with a refresh frame; null keeps
  *   the current one), "expired" after the server closed the socket at exp
- *   (4002), "refused" when the server refused the token (4001). A token
- *   answered is used from then on; null after "expired" or "refused" drops
- *   the token (the client reads anonymously where the server allows it).
+ *   (4002), "refused" when reading needs a token and the server had none
+ *   it took (4001). A token answered is used from then on (the socket
+ *   reconnects with it); null after "expired" drops the token (the client
+ *   reads on anonymously where the server allows it), after "refused" ends
+ *   the subscription.
  * @typedef {{min?: number, max?: number}} Backoff milliseconds (default 500 and 30000)
  * @typedef {"connecting" | "live" | "reconnecting" | "stopped"} Status
  */
@@ -342,11 +344,11 @@ export class Subscription {
     if (code === 4001 || code === 4002) {
       const t = refresh ? await refresh(code === 4002 ? "expired" : "refused") : null;
       if (this.closed) return;
-      this.client.token = t || "";
       if (!t && code === 4001) {
         this.stop(code, reason);
         return;
       }
+      this.client.token = t || "";
       this.offerToken = true;
       this.connect();
       return;

@@ -27,7 +27,7 @@ const chat = new ChatClient({
   // Fresh tokens come from the embedding site (postMessage); after a
   // 4002 the embed reads on without one and says so.
   refreshToken: (reason) => {
-    if (reason !== "expiring") {
+    if (reason === "expired") {
       sessionStorage.removeItem("chat.token");
       tellEmbedder({ type: "chat-token-expired" });
     }
