@@ -226,6 +226,9 @@ func resolve[A any](c *Config[A]) (settings, error) {
 			v := getenv(key)
 			return v, key, strings.TrimSpace(v) != ""
 		})
+		var terr error
+		common.Tracing, terr = tracing.LoadConfig(getenv)
+		err = errors.Join(err, terr)
 	}
 	if err != nil {
 		errs = append(errs, err)

@@ -114,12 +114,8 @@ func New[A any](cfg Config[A]) (*Server[A], error) {
 	// With Settings given, the environment is the service's to read: its
 	// tracing is the provider it passed, or none.
 	if s.tracing = cfg.Tracing; s.tracing == nil && cfg.Settings == nil {
-		getenv := cfg.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		s.tracing, err = tracing.Setup(context.Background(), tracing.Options{
-			ServiceName: cfg.ServiceName, ServiceVersion: set.version, Logger: s.log, Getenv: getenv})
+		s.tracing, err = tracing.Setup(context.Background(), set.common.Tracing, tracing.Options{
+			ServiceName: cfg.ServiceName, ServiceVersion: set.version, Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("invalid configuration: %w", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/clientip"
 	"github.com/apistack/platform/libs/apiserver/ratelimit"
 	"github.com/apistack/platform/libs/apiserver/redisconn"
+	"github.com/apistack/platform/libs/apiserver/tracing"
 )
 
 // Settings are every setting the library reads from the environment,
@@ -32,11 +33,13 @@ import (
 //	RATE_LIMIT_ALLOW, RATE_LIMIT_FAIL_CLOSED, METRICS_ENABLED,
 //	CORS_ORIGIN, TRUSTED_PROXIES, SHUTDOWN_TIMEOUT
 //
+//	OTEL_*    tracing.LoadConfig's (Settings.Tracing)
+//
 // Surrounding spaces are ignored. A service loads them in its config
 // package, opens its connections from them and passes them to New as
 // Config.Settings, so the library never reads the environment itself.
-// The OTEL_* variables are tracing.Setup's: a service sets tracing up
-// once and passes the provider as Config.Tracing.
+// It sets tracing up once from Settings.Tracing (tracing.Setup) and
+// passes the provider as Config.Tracing.
 //
 // Settings built by hand are checked by New, which fills the zero values
 // with the defaults (so MetricsDisabled, not MetricsEnabled: the zero
@@ -63,6 +66,10 @@ type Settings struct {
 	CORSOrigins         []string      // CORS_ORIGIN: "*" or origins
 	TrustedProxies      []string      // TRUSTED_PROXIES: IPs or CIDRs
 	ShutdownTimeout     time.Duration // SHUTDOWN_TIMEOUT: drain deadline
+
+	// Tracing is every OTEL_* variable (tracing.LoadConfig), which a service hands to
+	// tracing.Setup: read here with the rest, so the start-up line shows it too.
+	Tracing tracing.Config
 }
 
 // Defaults are a service's own defaults for LoadSettings; a zero field
@@ -82,10 +89,13 @@ const (
 // (os.Getenv outside tests). Every invalid value is reported, all at
 // once, as NAME="value": what is wanted.
 func LoadSettings(getenv func(string) string, d Defaults) (Settings, error) {
-	return loadSettings(defaultSettings(d), func(key string) (string, string, bool) {
+	s, err := loadSettings(defaultSettings(d), func(key string) (string, string, bool) {
 		v := getenv(key)
 		return v, key, strings.TrimSpace(v) != ""
 	})
+	tc, terr := tracing.LoadConfig(getenv)
+	s.Tracing = tc
+	return s, errors.Join(err, terr)
 }
 
 // defaultSettings are the settings of an empty environment.
@@ -314,8 +324,9 @@ func (s *Settings) check() error {
 func (s Settings) Production() bool { return s.Env == EnvProduction }
 
 // LogValue shows every setting in logs, each under its variable's name in
-// lower case, with the secrets masked: REDIS_URL's user and password, and
-// the API token, of which only whether it is set is shown.
+// lower case, with the secrets masked: REDIS_URL's user and password, the
+// API token, of which only whether it is set is shown, and the OTLP
+// exporter's header values (under "tracing").
 func (s Settings) LogValue() slog.Value {
 	token := "unset"
 	if s.APIToken != "" {
@@ -334,6 +345,7 @@ func (s Settings) LogValue() slog.Value {
 		slog.String("cors_origin", strings.Join(s.CORSOrigins, ",")),
 		slog.String("trusted_proxies", strings.Join(s.TrustedProxies, ",")),
 		slog.String("shutdown_timeout", s.ShutdownTimeout.String()),
+		slog.Any("tracing", s.Tracing),
 	)
 }
 

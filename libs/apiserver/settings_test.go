@@ -270,12 +270,14 @@ func TestStartupLogsEverySettingMasked(t *testing.T) {
 		"RateLimitMax": "rate_limit_max", "RateLimitWindow": "rate_limit_window", "RateLimitIPv6Prefix": "rate_limit_ipv6_prefix",
 		"RateLimitAllow": "rate_limit_allow", "RateLimitFailClosed": "rate_limit_fail_closed", "MetricsDisabled": "metrics_enabled",
 		"CORSOrigins": "cors_origin", "TrustedProxies": "trusted_proxies", "ShutdownTimeout": "shutdown_timeout",
+		"Tracing": "tracing",
 	}
-	const password, token = "hunter2-redis-password", "s3cret-api-token-0123456789"
+	const password, token, otlpKey = "hunter2-redis-password", "s3cret-api-token-0123456789", "otlp-ingest-key-9876"
 	env := map[string]string{"NODE_ENV": "production", "PORT": "0", "LOG_LEVEL": "debug", "API_TOKEN": token,
 		"REDIS_URL": "redis://admin:" + password + "@127.0.0.1:1/0", "RATE_LIMIT_MAX": "9", "RATE_LIMIT_WINDOW": "2m",
 		"RATE_LIMIT_IPV6_PREFIX": "56", "RATE_LIMIT_ALLOW": "192.0.2.0/24", "RATE_LIMIT_FAIL_CLOSED": "false", "METRICS_ENABLED": "false",
-		"CORS_ORIGIN": "https://a.example", "TRUSTED_PROXIES": "10.0.0.0/8", "SHUTDOWN_TIMEOUT": "4s"}
+		"CORS_ORIGIN": "https://a.example", "TRUSTED_PROXIES": "10.0.0.0/8", "SHUTDOWN_TIMEOUT": "4s",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=" + otlpKey}
 	set, err := apiserver.LoadSettings(func(k string) string { return env[k] }, apiserver.Defaults{})
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +315,11 @@ func TestStartupLogsEverySettingMasked(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
-	for _, secret := range []string{password, "admin", token} {
+	tr, _ := got["tracing"].(map[string]any)
+	if tr["endpoint"] != "http://127.0.0.1:1/v1/traces" || tr["headers"] != "x-api-key=***" || tr["bsp_schedule_delay"] != "5s" {
+		t.Errorf("tracing = %v, want the OTEL_* in force, the header's value masked", got["tracing"])
+	}
+	for _, secret := range []string{password, "admin", token, otlpKey} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log shows %q:\n%s", secret, logs.String())
 		}

@@ -116,8 +116,11 @@ func TestTracingContinuesTheCallersTrace(t *testing.T) {
 			var tp *tracing.Provider
 			if !own {
 				var err error
-				if tp, err = tracing.Setup(context.Background(), tracing.Options{ServiceName: "items",
-					Getenv: func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}[k] }}); err != nil {
+				tc, err := tracing.LoadConfig(func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}[k] })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tp, err = tracing.Setup(context.Background(), tc, tracing.Options{ServiceName: "items"}); err != nil {
 					t.Fatal(err)
 				}
 				if rdb, err = redisconn.OpenWith(srv.URL(), redisconn.Options{NoRetry: true}); err != nil {

@@ -32,6 +32,7 @@ type Receiver struct {
 	spans   []Span
 	exports int
 	notify  chan struct{} // closed and replaced on every export
+	header  http.Header
 }
 
 // Span is one received span with the service and scope it came from.
@@ -143,6 +144,9 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	r.mu.Lock()
+	r.header = req.Header.Clone()
+	r.mu.Unlock()
 	r.add(&msg)
 	out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
@@ -175,6 +179,14 @@ func (r *Receiver) Spans() []Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Span(nil), r.spans...)
+}
+
+// Header is the last OTLP/HTTP export's request header (nil before one): the exporter's
+// headers and Content-Encoding.
+func (r *Receiver) Header() http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.header.Clone()
 }
 
 // Exports counts the export requests received.

@@ -121,7 +121,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 			}
 		}
 	}()
-	tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "chat", ServiceVersion: version, Logger: app.Log, Getenv: getenv})
+	tp, err := tracing.Setup(ctx, cfg.Settings.Tracing, tracing.Options{ServiceName: "chat", ServiceVersion: version, Logger: app.Log})
 	if err != nil {
 		return nil, err
 	}

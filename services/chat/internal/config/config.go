@@ -42,7 +42,7 @@ const maxWriters = 1024
 
 // Config is everything the chat process needs to start, read once: the
 // server gets Settings as they are and reads no environment itself. The
-// OTEL_* variables are tracing.Setup's, which cmd/chat calls once.
+// OTEL_* variables are Settings.Tracing, which cmd/chat sets tracing up from.
 type Config struct {
 	// Settings are the library's variables (apiserver.Settings): PORT,
 	// HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL (empty: memory

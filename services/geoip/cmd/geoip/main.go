@@ -203,7 +203,7 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			}
 		}
 	}()
-	tp, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "geoip", ServiceVersion: version, Logger: app.Log, Getenv: getenv})
+	tp, err := tracing.Setup(context.Background(), cfg.Settings.Tracing, tracing.Options{ServiceName: "geoip", ServiceVersion: version, Logger: app.Log})
 	if err != nil {
 		return nil, err
 	}

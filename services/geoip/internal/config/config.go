@@ -24,8 +24,8 @@ const DefaultPort = 3001
 
 // Config is everything `geoip serve` reads from the environment, read
 // once: the server gets Settings as they are and reads no environment
-// itself. The OTEL_* variables are tracing.Setup's, which cmd/geoip calls
-// once.
+// itself. The OTEL_* variables are Settings.Tracing, which cmd/geoip sets
+// tracing up from.
 type Config struct {
 	// Settings are the library's variables (apiserver.Settings): PORT,
 	// HOST, APP_ENV/NODE_ENV, LOG_LEVEL, REDIS_URL (rate-limit counters
