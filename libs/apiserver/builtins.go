@@ -23,10 +23,7 @@ import (
 // /docs, each for GET and HEAD. They are not rate limited: orchestrators
 // and scrapers poll them.
 func (s *Server[A]) registerBuiltins() {
-	s.get("/healthz", func(c *gin.Context) {
-		c.Header("Cache-Control", "no-store")
-		c.JSON(http.StatusOK, gin.H{"status": "ok"})
-	})
+	s.get("/healthz", s.healthz)
 	s.get("/readyz", s.readyz)
 	if s.set.metrics {
 		h := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry, ErrorLog: nil})
@@ -108,6 +105,20 @@ func (s *Server[A]) forwardedPrefix(r *http.Request) string {
 		return ""
 	}
 	return p
+}
+
+// healthz answers 200 while the process serves: liveness checks nothing
+// outside it. The details added with AddHealthDetail join the body.
+func (s *Server[A]) healthz(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	s.checksMu.Lock()
+	details := append([]healthDetail(nil), s.details...)
+	s.checksMu.Unlock()
+	body := gin.H{"status": "ok"}
+	for _, d := range details {
+		body[d.name] = d.detail()
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (s *Server[A]) readyz(c *gin.Context) {

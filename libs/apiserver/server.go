@@ -69,6 +69,7 @@ type Server[A any] struct {
 
 	checksMu sync.Mutex
 	checks   []readinessCheck
+	details  []healthDetail // guarded by checksMu
 	ready    atomic.Bool
 
 	mu         sync.Mutex
@@ -85,6 +86,11 @@ type Server[A any] struct {
 type readinessCheck struct {
 	name  string
 	check func(context.Context) error
+}
+
+type healthDetail struct {
+	name   string
+	detail func() any
 }
 
 // New builds a server from cfg, the environment and defaults. An invalid
@@ -226,6 +232,26 @@ func (s *Server[A]) AddReadinessCheck(name string, check func(context.Context) e
 	s.checksMu.Lock()
 	defer s.checksMu.Unlock()
 	s.checks = append(s.checks, readinessCheck{name: name, check: check})
+}
+
+// AddHealthDetail adds a key to /healthz's body, whose value detail returns
+// at each request (it must be quick and must not block: liveness probes
+// call it). The status stays 200 and "status" stays "ok": a detail
+// informs (a database older than wanted, say), it never makes the process
+// look dead. A name already taken, or "status", is refused.
+func (s *Server[A]) AddHealthDetail(name string, detail func() any) error {
+	s.checksMu.Lock()
+	defer s.checksMu.Unlock()
+	if name == "status" || name == "" {
+		return fmt.Errorf("apiserver: health detail name %q is reserved", name)
+	}
+	for _, d := range s.details {
+		if d.name == name {
+			return fmt.Errorf("apiserver: health detail %q added twice", name)
+		}
+	}
+	s.details = append(s.details, healthDetail{name, detail})
+	return nil
 }
 
 // OnShutdown registers a function run when the server stops, after it

@@ -5,8 +5,8 @@
 // and JWK sets parsed by github.com/go-jose/go-jose: nothing here does
 // cryptography of its own.
 //
-// Validator plugs a Verifier into apiserver's TokenValidator seam beside a
-// service's own tokens.
+// jwtvalidator plugs a Verifier into apiserver's TokenValidator seam; this
+// package imports no HTTP framework, so a service's domain may use it.
 package jwtauth
 
 import (

@@ -1,3 +1,5 @@
+// The tests of jwtvalidator live here, beside the issuer and signing
+// fixtures of jwtauth_test.go they use.
 package jwtauth_test
 
 import (
@@ -11,6 +13,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
+	"github.com/apistack/platform/libs/apiserver/jwtvalidator"
 	"github.com/apistack/platform/libs/apiserver/testkit"
 )
 
@@ -39,7 +42,7 @@ func server(t testing.TB, v *jwtauth.Verifier) http.Handler {
 		Env:            "production",
 		RateLimitMax:   1 << 30,
 		Logger:         testkit.Logger(),
-		TokenValidator: jwtauth.Validator(v, fromClaims, local),
+		TokenValidator: jwtvalidator.New(v, fromClaims, local),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,21 +165,36 @@ func TestRedisStoreSharedAndExpiring(t *testing.T) {
 func TestCounterConcurrentAddAndFlush(t *testing.T) {
 	st := usage.NewMemory(0)
 	c := usage.New(usage.Config{Store: st})
-	done := make(chan struct{})
+	// A flusher that keeps going until the adders are done, and four
+	// adders at once that start once it has flushed, so adds and flushes
+	// overlap for the whole run.
+	flushing, added, flushed := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(done)
-		for range 200 {
+		defer close(flushed)
+		for i := 0; ; i++ {
 			_ = c.Flush(ctx)
+			if i == 0 {
+				close(flushing)
+			}
+			select {
+			case <-added:
+				return
+			default:
+			}
 		}
 	}()
+	<-flushing
+	var adders sync.WaitGroup
 	for range 4 {
-		t.Run("", func(t *testing.T) {
+		adders.Go(func() {
 			for range 5000 {
 				_ = c.Add("acme", true)
 			}
 		})
 	}
-	<-done
+	adders.Wait()
+	close(added)
+	<-flushed
 	_ = c.Flush(ctx)
 	if got, _ := st.Get(ctx, usage.DayString(time.Now()), "acme"); got.Allowed != 20000 {
 		t.Errorf("store has %d, want 20000", got.Allowed)

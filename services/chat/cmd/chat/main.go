@@ -22,6 +22,7 @@ import (
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/config"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 )
 
 // version is the build's version, set with -ldflags "-X main.version=...";
@@ -152,7 +153,7 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
 	}
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: identities})
+	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities)})
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

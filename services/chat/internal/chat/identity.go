@@ -7,8 +7,32 @@ import (
 	"errors"
 	"fmt"
 	"time"
+)
 
-	"github.com/apistack/platform/libs/apiserver/jwtauth"
+// Identities checks the identity platform's tokens. It is a port: the
+// domain says what it needs and cmd/chat wires libs/apiserver/jwtauth in
+// (internal/jwtidentity), so this package imports no token library.
+type Identities interface {
+	// IsPlatformToken reports whether token has the platform's shape (a
+	// JWT); any other token is a chat token.
+	IsPlatformToken(token string) bool
+	// Verify checks a platform token. Its errors wrap ErrIdentityExpired
+	// or ErrIdentityUnavailable (keys not fetched yet) when one applies;
+	// any other error is an invalid token.
+	Verify(ctx context.Context, token string) (PlatformClaims, error)
+}
+
+// PlatformClaims is what a valid platform token says.
+type PlatformClaims struct {
+	Subject   string
+	Name      string // "" when the token has none
+	ExpiresAt time.Time
+}
+
+// The errors Identities.Verify wraps.
+var (
+	ErrIdentityExpired     = errors.New("token expired")
+	ErrIdentityUnavailable = errors.New("the platform's keys are unavailable")
 )
 
 // Platform users are the users of the identity platform chat is embedded
@@ -57,7 +81,7 @@ type Session struct {
 // service has a verifier and the token has a JWT's shape, else a chat
 // token (Authenticate). A platform token creates or renames its user.
 func (s *Service) AuthenticateSession(ctx context.Context, token string) (Session, error) {
-	if s.identities == nil || !jwtauth.LooksLikeJWT(token) {
+	if s.identities == nil || !s.identities.IsPlatformToken(token) {
 		u, err := s.authenticateLocal(ctx, token)
 		return Session{User: u}, err
 	}
@@ -65,9 +89,9 @@ func (s *Service) AuthenticateSession(ctx context.Context, token string) (Sessio
 	defer cancel()
 	c, err := s.identities.Verify(ctx, token)
 	switch {
-	case errors.Is(err, jwtauth.ErrKeysUnavailable):
+	case errors.Is(err, ErrIdentityUnavailable):
 		return Session{}, Unavailable("authenticate", err)
-	case errors.Is(err, jwtauth.ErrExpired):
+	case errors.Is(err, ErrIdentityExpired):
 		return Session{}, &Error{Kind: KindUnauthorized, Message: "token expired"}
 	case err != nil:
 		return Session{}, &Error{Kind: KindUnauthorized, Message: "invalid token"}

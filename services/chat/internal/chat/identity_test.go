@@ -10,6 +10,7 @@ import (
 
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
 	"github.com/apistack/platform/services/chat/internal/chat"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 )
 
 var platformSecret = []byte("platform-secret-0123456789abcdef")
@@ -36,7 +37,7 @@ func testPlatformUsers(t *testing.T, e engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, Identities: v})
+	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, Identities: jwtidentity.New(v)})
 	b := en.users[chat.RoleBroadcaster]
 	exp := time.Now().Add(time.Hour)
 	auth := func(tok string) chat.Session {

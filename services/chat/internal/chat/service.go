@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/apistack/platform/libs/apiserver/jwtauth"
 )
 
 // Options configure a Service.
@@ -26,8 +24,8 @@ type Options struct {
 	// SendLimit is the per-user message rate (CHAT_SEND_LIMIT); zero is off.
 	SendLimit SendLimit
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
-	// CHAT_JWKS_URL); nil accepts chat tokens only.
-	Identities *jwtauth.Verifier
+	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
+	Identities Identities
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -44,7 +42,7 @@ type Service struct {
 	limits     Limits
 	sendLimit  SendLimit
 	claimed    claimedChannels
-	identities *jwtauth.Verifier
+	identities Identities
 
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version

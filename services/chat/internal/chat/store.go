@@ -5,14 +5,31 @@ import (
 	"time"
 )
 
-// Store is what an engine provides. Every method that changes more than one
+// Store is what an engine provides: the role interfaces below, one per
+// kind of state, so a caller can name the part it uses (and an engine's
+// files follow the same cut). Every method that changes more than one
 // thing does so atomically (one lock in memory, one Lua script in Redis), so
 // several Service instances on one Redis never double-create or lose an
 // update. Engines report any backend failure as KindUnavailable and use
 // KindNotFound / KindConflict for the outcomes listed below.
 type Store interface {
 	EventLog
+	MessageStore
+	ModLogStore
+	ModerationStore
+	HeldStore
+	ChannelStore
+	UserStore
+	StandingStore
+	CommandStore
+	FilterStore
+	SendReader
+	Backend
+}
 
+// MessageStore keeps the channels' messages; the event log of each
+// channel is EventLog.
+type MessageStore interface {
 	// AppendMessage assigns the next id of m.Channel, stores m, appends a
 	// message event and trims the channel to its history window, at once.
 	// With gates (all in m.Channel; slow mode), it is Acquire at
@@ -39,7 +56,10 @@ type Store interface {
 	// channel's moderation log, at once. Deleting a tombstone again
 	// changes nothing, appends and records nothing.
 	DeleteMessage(ctx context.Context, channel string, id int64, at time.Time, log *ModEntry) (Message, error)
+}
 
+// ModLogStore keeps each channel's moderation log.
+type ModLogStore interface {
 	// AppendModLog records e in e.Channel's moderation log, giving it the
 	// next id at or after e.At, and forgets the channel's entries older
 	// than ModLogWindow before e.At or past MaxModLogPerChannel, at once.
@@ -51,7 +71,11 @@ type Store interface {
 	// newest first, strictly older than before (nil: from the newest),
 	// none older than ModLogWindow before now.
 	ModLog(ctx context.Context, channel string, before *ModID, limit int, now time.Time) ([]ModEntry, error)
+}
 
+// ModerationStore applies what moderation decides: a filter hit's
+// punishment and shield mode (the raid watch).
+type ModerationStore interface {
 	// Punish applies a filter hit's consequence (see Punish) in one step:
 	// with p.Strike it counts a strike of p.User in p.Channel, forgetting
 	// strikes older than StrikeExpiry, and applies the ladder's step for
@@ -59,19 +83,6 @@ type Store interface {
 	// still holds p.IfRole (Conflict otherwise, NotFound when gone) and
 	// appends the step's event, as UpdateUser does.
 	Punish(ctx context.Context, p Punish) (Punishment, error)
-
-	// HoldMessage assigns the next held id of h.Channel and keeps h until
-	// h.ExpiresAt, unless max held messages of the channel are waiting
-	// (LimitReached(QuotaHeld, max)), runs w's raid watch and, when log is
-	// not nil, records it with HeldID set to the new id, at once.
-	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch, log *ModEntry) (HeldMessage, error)
-	// HeldMessages returns the channel's held messages not expired at
-	// now, oldest first.
-	HeldMessages(ctx context.Context, channel string, now time.Time) ([]HeldMessage, error)
-	// HeldMessage returns one (NotFound when denied, approved or expired).
-	HeldMessage(ctx context.Context, channel string, id int64, now time.Time) (HeldMessage, error)
-	// DropHeld removes one (NotFound when it is not there).
-	DropHeld(ctx context.Context, channel string, id int64) error
 	// SwitchShield sets the channel's Shield to sw.On, and switching off
 	// ends an automatic shield, forgets the raid watch's counts and keeps
 	// it from tripping until sw.HoldOff; sw.Event is appended in the same
@@ -84,7 +95,26 @@ type Store interface {
 	// before e.Now (see ShieldEnd) and returns the end of one still on
 	// (zero when none is).
 	EndShield(ctx context.Context, channel string, e ShieldEnd) (time.Time, error)
+}
 
+// HeldStore keeps the messages held for review.
+type HeldStore interface {
+	// HoldMessage assigns the next held id of h.Channel and keeps h until
+	// h.ExpiresAt, unless max held messages of the channel are waiting
+	// (LimitReached(QuotaHeld, max)), runs w's raid watch and, when log is
+	// not nil, records it with HeldID set to the new id, at once.
+	HoldMessage(ctx context.Context, h HeldMessage, max int, w Watch, log *ModEntry) (HeldMessage, error)
+	// HeldMessages returns the channel's held messages not expired at
+	// now, oldest first.
+	HeldMessages(ctx context.Context, channel string, now time.Time) ([]HeldMessage, error)
+	// HeldMessage returns one (NotFound when denied, approved or expired).
+	HeldMessage(ctx context.Context, channel string, id int64, now time.Time) (HeldMessage, error)
+	// DropHeld removes one (NotFound when it is not there).
+	DropHeld(ctx context.Context, channel string, id int64) error
+}
+
+// ChannelStore keeps which channels exist and their settings.
+type ChannelStore interface {
 	// ClaimChannel records that the channel exists before anything is
 	// written to it: claiming a claimed channel succeeds; a new one fails
 	// with LimitReached(QuotaChannels, max) once max channels exist (max
@@ -95,7 +125,10 @@ type Store interface {
 	// SaveChannel saves what a moderator sets; Shield and ShieldUntil
 	// are SwitchShield's and the raid watch's, and stay as they are.
 	SaveChannel(ctx context.Context, c Channel) error
+}
 
+// UserStore keeps the users and their tokens.
+type UserStore interface {
 	// CreateUser stores a new user; Conflict (Reason "name" or "token") when
 	// the name (case-insensitively) or the token hash is taken.
 	CreateUser(ctx context.Context, u User) error
@@ -118,10 +151,13 @@ type Store interface {
 	UpdateUser(ctx context.Context, id string, ifRole Role, p UserPatch, ev *Event, log *ModEntry) (User, error)
 	// DeleteUser removes the user and its token if it still holds ifRole.
 	DeleteUser(ctx context.Context, id string, ifRole Role) error
-
 	// UsersByID returns the users among ids that exist.
 	UsersByID(ctx context.Context, ids []string) (map[string]User, error)
+}
 
+// StandingStore keeps what users are given or held to in a channel:
+// channel roles, bans and timeouts.
+type StandingStore interface {
 	// Standing returns id's standing in channel: the zero Standing when
 	// nothing was given or held there.
 	Standing(ctx context.Context, channel, id string) (Standing, error)
@@ -139,11 +175,13 @@ type Store interface {
 	// appends ev to channel's log, and when log is not nil records it in
 	// the channel's moderation log, in the same step.
 	SetModeration(ctx context.Context, channel, id string, m Standing, ev *Event, log *ModEntry) error
+}
 
-	// Commands and filters live in a scope: "" is platform-wide, a channel
-	// name is that channel's own. Each scope has its own names, triggers,
-	// ids and limits.
-
+// CommandStore keeps bot commands and the rate gates of their
+// cooldowns. Commands and filters live in a scope: "" is platform-wide, a
+// channel name is that channel's own. Each scope has its own names,
+// triggers, ids and limits.
+type CommandStore interface {
 	// CreateCommand stores c in c.Channel; Conflict if its name or an alias
 	// is any command's name or alias there, LimitReached(QuotaCommands,
 	// max) if max commands exist there (max <= 0: no limit), checked
@@ -159,7 +197,16 @@ type Store interface {
 	DeleteCommand(ctx context.Context, scope, name string) error
 	// CountCommand adds one use and returns the new count.
 	CountCommand(ctx context.Context, scope, name string) (int64, error)
+	// Acquire passes every gate or none: if any gate is closed at now it
+	// returns the longest remaining wait and changes nothing; otherwise it
+	// closes every gate until now+gate.For and returns 0. Command cooldowns
+	// use it (slow mode passes its gate in AppendMessage); "now" comes from
+	// the Service clock so tests need no sleep.
+	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
+}
 
+// FilterStore keeps message filters, in scopes as CommandStore says.
+type FilterStore interface {
 	// CreateFilter assigns an id and stores f in f.Channel, unless
 	// lim.Filters filters exist there, or f is a regex and lim.RegexFilters
 	// regex filters exist there (LimitReached; a limit <= 0 is none),
@@ -167,18 +214,19 @@ type Store interface {
 	CreateFilter(ctx context.Context, f Filter, lim Limits) (Filter, error)
 	Filters(ctx context.Context, scope string) ([]Filter, error)
 	DeleteFilter(ctx context.Context, scope, id string) error
+}
 
-	// Acquire passes every gate or none: if any gate is closed at now it
-	// returns the longest remaining wait and changes nothing; otherwise it
-	// closes every gate until now+gate.For and returns 0. Command cooldowns
-	// use it (slow mode passes its gate in AppendMessage); "now" comes from
-	// the Service clock so tests need no sleep.
-	Acquire(ctx context.Context, now time.Time, gates ...Gate) (time.Duration, error)
+// SendReader is the read port of a send: one call, so a send's round
+// trips do not grow with what it reads (TestSendRoundTrips).
+type SendReader interface {
 	// ReadForSend makes the reads and the count a send needs before it
 	// writes, all at once: one pipelined round trip in Redis (see
 	// SendReads). Each part's outcome, error included, is in SendState.
 	ReadForSend(ctx context.Context, r SendReads) SendState
+}
 
+// Backend is the engine's connection itself.
+type Backend interface {
 	// Ping checks that the backend answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error

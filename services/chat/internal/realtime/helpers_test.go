@@ -25,6 +25,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
@@ -105,7 +106,7 @@ func startReplica(t *testing.T, cfg replicaConfig, prefix string) *replica {
 			store = memory.New(cfg.history)
 		}
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: testkit.Logger(), Identities: cfg.identities, Now: cfg.now})
+	svc := chat.NewService(store, chat.Options{PublicRead: cfg.publicRead, Logger: testkit.Logger(), Identities: jwtidentity.New(cfg.identities), Now: cfg.now})
 	admin, err := svc.Bootstrap(context.Background(), adminToken)
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)

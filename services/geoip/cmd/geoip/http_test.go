@@ -26,7 +26,7 @@ func TestHTTPServerWiring(t *testing.T) {
 	}
 	log := testkit.Logger()
 	reg := apiserver.NewRegistry()
-	db, _, err := openDatabase(cfg, log, reg, tz.New())
+	db, err := openDatabase(cfg, log, reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Command geoip is the IP location service: `serve` (the default) answers from an
 // IP2Location BIN or MMDB file or the embedded sample, `convert` writes BIN files from MMDB
-// and IP2Location CSV data, and `healthcheck` probes a running server for Docker.
+// and IP2Location CSV data, `update` downloads the databases once (cron, an init
+// container), and `healthcheck` probes a running server for Docker.
 package main
 
 import (
@@ -60,6 +61,9 @@ Usage:
   geoip convert -o OUT.BIN|OUT.csv [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...
                               write an IP2Location DB11 BIN file (or CSV) from MMDB city
                               databases and IP2Location CSV files
+  geoip update                download the databases from GEOIP_UPDATE_SOURCE once and
+                              exit: 0 when each is current (new or unchanged), 1 when one
+                              failed (for cron, a Kubernetes CronJob, an init container)
   geoip healthcheck           exit 0 when the local server's /healthz answers 200
                               (for Docker: the images have no shell or curl)
   geoip help                  print this help (also -h, --help)
@@ -70,7 +74,7 @@ convert flags:
                 and no index: the embedded sample
   -date DATE    build date to write, YYYY-MM-DD (default: the newest input's)
 
-serve and healthcheck take no flags: configuration comes from the environment.
+serve, update and healthcheck take no flags: configuration comes from the environment.
 
 Environment (serve):
   GEOIP_DB                  database file, .BIN (IP2Location) or .mmdb (default: the
@@ -84,12 +88,26 @@ Environment (serve):
                             selects a key's limit; reloaded as the databases are
   GEOIP_WATCH_INTERVAL      how often the database, overrides and keys files are checked
                             for changes (5s)
+  GEOIP_UPDATE_SOURCE       keep the databases current from ip2location, maxmind or dbip
+                            (DB-IP's free Lite files, no key); none: off (default:
+                            ip2location with IP2LOCATION_TOKEN, maxmind with
+                            MAXMIND_ACCOUNT_ID, else off)
   IP2LOCATION_TOKEN, IP2LOCATION_PRODUCT
-                            download and install updates (e.g. DB11LITEBINIPV6); both or
-                            neither (default: off)
-  GEOIP_UPDATE_INTERVAL     time between downloads (24h, at least 1m)
-  IP2LOCATION_DOWNLOAD_URL  download endpoint (https://www.ip2location.com/download/)
-  GEOIP_UPDATE_DIR          where downloads go when GEOIP_DB is unset (user cache dir)
+                            IP2Location's download token and product (e.g.
+                            DB11LITEBINIPV6); both or neither
+  MAXMIND_ACCOUNT_ID, MAXMIND_LICENSE_KEY
+                            MaxMind's account ID and license key; both or neither
+  GEOIP_UPDATE_CITY         city edition kept current, or none (GeoLite2-City for maxmind,
+                            dbip-city-lite for dbip, IP2LOCATION_PRODUCT for ip2location)
+  GEOIP_UPDATE_ASN          ASN edition kept current, or none (GeoLite2-ASN for maxmind,
+                            dbip-asn-lite for dbip, none for ip2location)
+  GEOIP_UPDATE_INTERVAL     time between checks (24h, at least 1m); a check asks
+                            conditionally (ETag, Last-Modified) and downloads only a new file
+  GEOIP_UPDATE_URL          the source's endpoint, for a mirror (the vendor's);
+                            IP2LOCATION_DOWNLOAD_URL is kept for ip2location
+  GEOIP_UPDATE_DIR          where downloads go when GEOIP_DB or GEOIP_ASN_DB is unset
+                            (user cache dir)
+  GEOIP_DB_MAX_AGE          /healthz reports a database built longer ago as stale (45d)
   GEOIP_CACHE_MAX_AGE       Cache-Control max-age of explicit-address answers (1h)
   GEOIP_CACHE_SIZE          answers of hot addresses kept in memory, 0 to disable (65536)
   GOGC, GOMEMLIMIT          the Go collector (geoip's defaults: 200, and 3 KiB per cached
@@ -127,6 +145,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args, getenv, stdout, stderr)
 	case cmd == "convert":
 		return convertCmd(args, stdout)
+	case cmd == "update":
+		return updateCmd(ctx, args, getenv, stdout, stderr)
 	case cmd == "healthcheck":
 		if len(args) > 0 {
 			return fmt.Errorf("healthcheck takes no arguments, got %q", args)
@@ -136,7 +156,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return fmt.Errorf("unknown subcommand %q (want serve, convert, healthcheck or help)", cmd)
+	return fmt.Errorf("unknown subcommand %q (want serve, convert, update, healthcheck or help)", cmd)
 }
 
 func isHelp(arg string) bool {
@@ -162,7 +182,7 @@ type App struct {
 	Zones   *tz.Finder
 	DB      *dbfile.Manager
 	ASN     *dbfile.Manager  // nil without GEOIP_ASN_DB
-	Updater *updater.Updater // nil without IP2LOCATION_TOKEN
+	Updater *updater.Updater // nil without GEOIP_UPDATE_SOURCE
 	Answers *answer.Engine
 	// Overrides is GEOIP_OVERRIDES, swapped into Answers (nil when unset).
 	Overrides *watchedFile
@@ -221,7 +241,7 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 			return nil, err
 		}
 	}
-	if app.DB, app.Updater, err = openDatabase(cfg, app.Log, app.Registry, app.Zones); err != nil {
+	if app.DB, err = openDatabase(cfg, app.Log, app.Registry, app.Zones); err != nil {
 		return nil, err
 	}
 	closers = append(closers, app.DB.Close)
@@ -230,6 +250,9 @@ func build(getenv func(string) string, logw io.Writer) (app *App, err error) {
 	}
 	if app.ASN != nil {
 		closers = append(closers, app.ASN.Close)
+	}
+	if app.Updater, err = newUpdater(cfg, app.Log, app.Registry, app.DB, app.ASN); err != nil {
+		return nil, err
 	}
 	var keys *httpapi.Keys
 	if cfg.KeysPath != "" {
@@ -350,16 +373,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return err
 }
 
-// openASN opens GEOIP_ASN_DB when it is set, with its metrics on reg when reg is not nil;
-// nil when GEOIP_ASN_DB is not set. App.Background watches it.
+// openASN opens GEOIP_ASN_DB when it is set, or the ASN database an earlier update
+// downloaded, with its metrics on reg when reg is not nil; nil when there is neither.
+// App.Background watches it.
 func openASN(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*dbfile.Manager, error) {
-	if cfg.ASNPath == "" {
+	path := cfg.ASNPath
+	if path == "" && cfg.UpdateASN != "" {
+		if _, err := os.Stat(cfg.ASNUpdateTarget()); err == nil {
+			path = cfg.ASNUpdateTarget()
+		}
+	}
+	if path == "" {
 		log.Info("GEOIP_ASN_DB not set; asn and org are answered empty")
 		return nil, nil
 	}
 	m, err := dbfile.New(dbfile.Config{
-		Path:         cfg.ASNPath,
-		Open:         func(path string) (lookup.DB, error) { return asn.Load(path) },
+		Path:         path,
+		Name:         "asn",
+		Open:         openASNFile,
 		PollInterval: cfg.WatchInterval,
 		Logger:       log.With("database", "asn"),
 		MetricsName:  "asn_database", // geoip_asn_database_*, beside the city database's
@@ -376,11 +407,13 @@ func openASN(cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*d
 	return m, nil
 }
 
-// openDatabase opens the city database and, with IP2LOCATION_TOKEN, its updater, with
-// their metrics on reg when reg is not nil. App.Background runs the watcher and updater.
-func openDatabase(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, *updater.Updater, error) {
+func openASNFile(path string) (lookup.DB, error) { return asn.Load(path) }
+
+// openDatabase opens the city database, with its metrics on reg when reg is not nil.
+// App.Background runs the watcher.
+func openDatabase(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, zones *tz.Finder) (*dbfile.Manager, error) {
 	path := cfg.DBPath
-	if path == "" && cfg.Token != "" {
+	if path == "" && cfg.UpdateCity != "" {
 		// A database downloaded by an earlier run beats the sample.
 		if _, err := os.Stat(cfg.UpdateTarget()); err == nil {
 			path = cfg.UpdateTarget()
@@ -397,33 +430,104 @@ func openDatabase(cfg config.Config, log *slog.Logger, reg prometheus.Registerer
 		Logger:       log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if reg != nil {
 		if err := db.RegisterMetrics(reg); err != nil {
 			db.Close()
-			return nil, nil, fmt.Errorf("register database metrics: %w", err)
+			return nil, fmt.Errorf("register database metrics: %w", err)
 		}
 	}
-	if cfg.Token == "" {
-		return db, nil, nil
+	return db, nil
+}
+
+// newUpdater is the updater of GEOIP_UPDATE_SOURCE (nil when it is unset), with its
+// metrics on reg when reg is not nil. A database a manager serves (city, asnDB) is swapped
+// in by it; one without (`geoip update`, or an ASN database downloaded before one is
+// served) is verified and put in place by a dbfile.FileInstaller, and a server watching
+// the file reloads it, or serves it from its next start.
+func newUpdater(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, city, asnDB *dbfile.Manager) (*updater.Updater, error) {
+	if cfg.UpdateSource == "" {
+		return nil, nil
+	}
+	var dbs []updater.Database
+	if cfg.UpdateCity != "" {
+		var inst updater.Installer = dbfile.FileInstaller{}
+		if city != nil {
+			inst = city
+		}
+		dbs = append(dbs, updater.Database{Name: "city", Edition: cfg.UpdateCity, Target: cfg.UpdateTarget(), Installer: inst})
+	}
+	if cfg.UpdateASN != "" {
+		var inst updater.Installer = dbfile.FileInstaller{Open: openASNFile}
+		if asnDB != nil {
+			inst = asnDB
+		} else if city != nil {
+			log.Info("the ASN database is downloaded but served only from the next start; set GEOIP_ASN_DB, or run geoip update first, to serve it now",
+				"path", cfg.ASNUpdateTarget())
+		}
+		dbs = append(dbs, updater.Database{Name: "asn", Edition: cfg.UpdateASN, Target: cfg.ASNUpdateTarget(), Installer: inst})
 	}
 	up, err := updater.New(updater.Config{
-		Token:    cfg.Token,
-		Product:  cfg.Product,
-		Interval: cfg.UpdateInterval,
-		Target:   cfg.UpdateTarget(),
-		URL:      cfg.DownloadURL,
-		Logger:   log,
-	}, db)
+		Source:     cfg.UpdateSource,
+		Token:      cfg.Token,
+		AccountID:  cfg.MaxMindAccountID,
+		LicenseKey: cfg.MaxMindLicenseKey,
+		Databases:  dbs,
+		Interval:   cfg.UpdateInterval,
+		URL:        cfg.UpdateURL,
+		Logger:     log,
+	}, nil)
 	if err == nil && reg != nil {
 		err = up.RegisterMetrics(reg)
 	}
 	if err != nil {
-		db.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return db, up, nil
+	return up, nil
+}
+
+// updateCmd is `geoip update`: one check of every database of GEOIP_UPDATE_SOURCE, a line
+// per database on stdout, an error when one failed. A server watching the files reloads
+// what it installs.
+func updateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, logw io.Writer) error {
+	fs := flag.NewFlagSet("update", flag.ContinueOnError)
+	fs.SetOutput(logw)
+	fs.Usage = func() { fmt.Fprint(stdout, usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("update takes no arguments (configuration comes from the environment), got %q", fs.Args())
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.UpdateSource == "" {
+		return errors.New("update: nothing to update: set GEOIP_UPDATE_SOURCE (ip2location, maxmind or dbip) and its credentials")
+	}
+	up, err := newUpdater(cfg, apiserver.NewLogger(cfg.Settings, logw), nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	failed := 0
+	results := up.UpdateEach(ctx)
+	for _, r := range results {
+		if r.Err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s %s: %s: %v\n", r.Database, r.Edition, r.Outcome, r.Err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %s: %s: %s\n", r.Database, r.Edition, r.Outcome, r.Target)
+	}
+	if failed > 0 {
+		return fmt.Errorf("update: %d of %d databases failed; the files in place are unchanged", failed, len(results))
+	}
+	return nil
 }
 
 // warmZones loads the time zone polygons (some 60 MB, a moment) before the first request

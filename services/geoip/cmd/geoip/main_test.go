@@ -136,11 +136,15 @@ func TestOpenDatabaseRegistersMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	db, up, err := openDatabase(cfg, testkit.Logger(), reg, tz.New())
+	db, err := openDatabase(cfg, testkit.Logger(), reg, tz.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	up, err := newUpdater(cfg, testkit.Logger(), reg, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel, deferred later
 	wg.Go(func() { up.Run(ctx) })

@@ -29,7 +29,7 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	defer cancel()
 
 	zones := tz.New()
-	db, _, err := openDatabase(config.Config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
+	db, err := openDatabase(config.Config{WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	flat := writeMMDB(t, "city ipv4", mmdbtype.Map{"country_code": mmdbtype.String("AU"), "state1": mmdbtype.String("New South Wales"),
 		"city": mmdbtype.String("Sydney"), "latitude": mmdbtype.Float64(-33.8688), "longitude": mmdbtype.Float64(151.209)})
 	zones2 := tz.New()
-	db2, _, err := openDatabase(config.Config{DBPath: flat, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
+	db2, err := openDatabase(config.Config{DBPath: flat, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestTimeZonePolygonsLoadOnlyWhenNeeded(t *testing.T) {
 	nested := writeMMDB(t, "GeoLite2-City", mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String("AU")},
 		"location": mmdbtype.Map{"latitude": mmdbtype.Float64(-33.8688), "longitude": mmdbtype.Float64(151.209)}})
 	zones3 := tz.New()
-	db3, _, err := openDatabase(config.Config{DBPath: nested, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones3)
+	db3, err := openDatabase(config.Config{DBPath: nested, WatchInterval: time.Hour, UpdateInterval: 24 * time.Hour}, log, nil, zones3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,10 @@ type field struct {
 	off  uintptr // of the Location field
 	// optional fields (ipapi.co's flags) are written only when set, like omitempty.
 	optional bool
+	// coord marks latitude and longitude, written as the shortest text of their float32
+	// (formatNum): both formats store 32-bit coordinates (a BIN always, an MMDB's writer
+	// often), and their float64 widening printed whole reads 37.422000885009766.
+	coord bool
 }
 
 // fields are read from Location itself (its JSON names, types and omitempty), so the
@@ -42,6 +46,7 @@ var fields = func() []field {
 			f.kind = 's'
 		case reflect.Float64:
 			f.kind = 'n'
+			f.coord = name == "latitude" || name == "longitude"
 		case reflect.Int64:
 			f.kind = 'i'
 		case reflect.Bool:
@@ -80,14 +85,26 @@ func (f *field) text(l *Location) string {
 	case 'b':
 		return strconv.FormatBool(f.bool(l))
 	case 'n':
-		return formatCoord(f.num(l))
+		return string(f.appendNum(nil, l))
 	case 'i':
 		return strconv.FormatInt(f.int(l), 10)
 	}
 	return f.str(l)
 }
 
-func formatCoord(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// appendNum writes a number field: a coordinate as the shortest decimal that reads back as
+// the same float32 (37.422 for the file's 37.422000885009766; a coordinate needs no more
+// than float32's 7 digits, about a metre), any other number as its float64.
+func (f *field) appendNum(b []byte, l *Location) []byte {
+	if f.coord {
+		return appendCoord(b, f.num(l))
+	}
+	return strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
+}
+
+func appendCoord(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', -1, 32) }
+
+func formatCoord(v float64) string { return string(appendCoord(nil, v)) }
 
 // appendJSONValue writes the value as JSON (and as YAML, which reads JSON scalars).
 func (f *field) appendJSONValue(b []byte, l *Location) []byte {
@@ -95,7 +112,7 @@ func (f *field) appendJSONValue(b []byte, l *Location) []byte {
 	case 's':
 		return jsontext.AppendString(b, f.str(l), false)
 	case 'n':
-		return strconv.AppendFloat(b, f.num(l), 'f', -1, 64)
+		return f.appendNum(b, l)
 	case 'i':
 		return strconv.AppendInt(b, f.int(l), 10)
 	case 'b':

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,23 @@ type Config struct {
 	DownloadURL    string        // IP2LOCATION_DOWNLOAD_URL, for a mirror; default IP2Location's
 	UpdateInterval time.Duration // GEOIP_UPDATE_INTERVAL
 	UpdateDir      string        // GEOIP_UPDATE_DIR
+	// UpdateSource is GEOIP_UPDATE_SOURCE, the vendor the updater downloads from:
+	// "ip2location", "maxmind" or "dbip"; "" (no updates). Unset, it is ip2location when
+	// IP2LOCATION_TOKEN is set and maxmind when MAXMIND_ACCOUNT_ID is.
+	UpdateSource      string
+	MaxMindAccountID  string // MAXMIND_ACCOUNT_ID
+	MaxMindLicenseKey string // MAXMIND_LICENSE_KEY
+	// UpdateCity and UpdateASN are GEOIP_UPDATE_CITY and GEOIP_UPDATE_ASN, the editions
+	// kept current ("" when "none"): by default GeoLite2-City and GeoLite2-ASN (maxmind),
+	// dbip-city-lite and dbip-asn-lite (dbip), IP2LOCATION_PRODUCT and none (ip2location).
+	UpdateCity string
+	UpdateASN  string
+	// UpdateURL is GEOIP_UPDATE_URL, the source's endpoint for a mirror (for ip2location
+	// IP2LOCATION_DOWNLOAD_URL too); "" the vendor's own.
+	UpdateURL string
+	// DBMaxAge is GEOIP_DB_MAX_AGE: a database built longer ago is reported stale in
+	// /healthz (default 45 days).
+	DBMaxAge time.Duration
 	// CacheMaxAge is GEOIP_CACHE_MAX_AGE, the Cache-Control max-age of
 	// explicit lookups (0: the HTTP layer's default, 1h).
 	CacheMaxAge time.Duration
@@ -127,6 +145,7 @@ func Load(getenv func(string) string) (Config, error) {
 		UpdateDir:      getenv("GEOIP_UPDATE_DIR"),
 		WatchInterval:  5 * time.Second,
 		UpdateInterval: 24 * time.Hour,
+		DBMaxAge:       DefaultDBMaxAge,
 	}
 	var errs []error
 	bad := func(name, value, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want)) }
@@ -150,10 +169,19 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	if c.UpdateInterval < time.Minute {
-		errs = append(errs, fmt.Errorf("GEOIP_UPDATE_INTERVAL=%s: at least 1m (IP2Location limits downloads)", c.UpdateInterval))
+		errs = append(errs, fmt.Errorf("GEOIP_UPDATE_INTERVAL=%s: at least 1m (vendors limit downloads)", c.UpdateInterval))
 	}
 	if (c.Token == "") != (c.Product == "") {
 		errs = append(errs, errors.New("IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT must be set together"))
+	}
+	errs = append(errs, c.loadUpdateSource(getenv)...)
+	if v := getenv("GEOIP_DB_MAX_AGE"); v != "" {
+		d, err := parseAge(v)
+		if err != nil || d <= 0 {
+			bad("GEOIP_DB_MAX_AGE", v, "want a positive duration such as 45d or 1080h")
+		} else {
+			c.DBMaxAge = d
+		}
 	}
 	if v := getenv("GEOIP_CACHE_MAX_AGE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -192,7 +220,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	if c.Token != "" && c.UpdateDir == "" && c.DBPath == "" {
+	if c.UpdateDir == "" && ((c.UpdateCity != "" && c.DBPath == "") || (c.UpdateASN != "" && c.ASNPath == "")) {
 		dir, err := os.UserCacheDir()
 		if err != nil {
 			dir = os.TempDir()
@@ -202,27 +230,125 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// UpdateTarget is where downloads go: over GEOIP_DB when set, else into
-// the update folder.
+// The update sources, GEOIP_UPDATE_SOURCE's values (updater.Source*).
+const (
+	SourceIP2Location = "ip2location"
+	SourceMaxMind     = "maxmind"
+	SourceDBIP        = "dbip"
+)
+
+// DefaultDBMaxAge is GEOIP_DB_MAX_AGE's default: DB-IP and IP2Location LITE publish
+// monthly, MaxMind twice a week, so a database older than a month and a half missed an
+// update.
+const DefaultDBMaxAge = 45 * 24 * time.Hour
+
+// edition is what an edition name may be: it names the downloaded file.
+var edition = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// loadUpdateSource reads GEOIP_UPDATE_SOURCE and what each source needs.
+func (c *Config) loadUpdateSource(getenv func(string) string) []error {
+	var errs []error
+	c.MaxMindAccountID = getenv("MAXMIND_ACCOUNT_ID")
+	c.MaxMindLicenseKey = getenv("MAXMIND_LICENSE_KEY")
+	src := strings.ToLower(strings.TrimSpace(getenv("GEOIP_UPDATE_SOURCE")))
+	switch src {
+	case "":
+		if c.Token != "" {
+			src = SourceIP2Location
+		} else if c.MaxMindAccountID != "" || c.MaxMindLicenseKey != "" {
+			src = SourceMaxMind
+		}
+	case "none", "off":
+		src = ""
+	case SourceIP2Location, SourceMaxMind, SourceDBIP:
+	default:
+		return append(errs, fmt.Errorf("GEOIP_UPDATE_SOURCE=%q: want ip2location, maxmind, dbip or none", src))
+	}
+	c.UpdateSource = src
+	c.UpdateURL = getenv("GEOIP_UPDATE_URL")
+	switch src {
+	case "":
+		return nil
+	case SourceIP2Location:
+		if c.Token == "" || c.Product == "" {
+			errs = append(errs, errors.New("GEOIP_UPDATE_SOURCE=ip2location needs IP2LOCATION_TOKEN and IP2LOCATION_PRODUCT"))
+		}
+		c.UpdateCity = c.Product
+		if c.UpdateURL == "" {
+			c.UpdateURL = c.DownloadURL
+		}
+	case SourceMaxMind:
+		if c.MaxMindAccountID == "" || c.MaxMindLicenseKey == "" {
+			errs = append(errs, errors.New("MAXMIND_ACCOUNT_ID and MAXMIND_LICENSE_KEY must be set together"))
+		}
+		c.UpdateCity, c.UpdateASN = "GeoLite2-City", "GeoLite2-ASN"
+	case SourceDBIP:
+		c.UpdateCity, c.UpdateASN = "dbip-city-lite", "dbip-asn-lite"
+	}
+	for _, e := range []struct {
+		name string
+		dst  *string
+	}{{"GEOIP_UPDATE_CITY", &c.UpdateCity}, {"GEOIP_UPDATE_ASN", &c.UpdateASN}} {
+		switch v := getenv(e.name); {
+		case v == "":
+		case strings.EqualFold(v, "none"):
+			*e.dst = ""
+		case !edition.MatchString(v):
+			errs = append(errs, fmt.Errorf("%s=%q: want an edition such as GeoLite2-City, or none", e.name, v))
+		default:
+			*e.dst = v
+		}
+	}
+	if c.UpdateCity == "" && c.UpdateASN == "" {
+		errs = append(errs, fmt.Errorf("GEOIP_UPDATE_SOURCE=%s with GEOIP_UPDATE_CITY and GEOIP_UPDATE_ASN both none: nothing to update", src))
+	}
+	if c.UpdateURL != "" {
+		if u, err := url.Parse(c.UpdateURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, errors.New("GEOIP_UPDATE_URL (or IP2LOCATION_DOWNLOAD_URL): want an http(s) URL"))
+		}
+	}
+	return errs
+}
+
+// parseAge reads a duration, also in days ("45d"), which Go's durations lack.
+func parseAge(v string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days > 100000 {
+			return 0, fmt.Errorf("bad day count %q", n)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// UpdateTarget is where the city database's downloads go: over GEOIP_DB when
+// set, else into the update folder.
 func (c Config) UpdateTarget() string {
 	if c.DBPath != "" {
 		return c.DBPath
 	}
-	ext := ".BIN"
-	if strings.Contains(strings.ToUpper(c.Product), "MMDB") {
-		ext = ".mmdb"
+	ext := ".mmdb"
+	if c.UpdateSource == SourceIP2Location && !strings.Contains(strings.ToUpper(c.UpdateCity), "MMDB") {
+		ext = ".BIN"
 	}
-	return filepath.Join(c.UpdateDir, c.Product+ext)
+	return filepath.Join(c.UpdateDir, c.UpdateCity+ext)
+}
+
+// ASNUpdateTarget is where the ASN database's downloads go: over GEOIP_ASN_DB
+// when set, else into the update folder.
+func (c Config) ASNUpdateTarget() string {
+	if c.ASNPath != "" {
+		return c.ASNPath
+	}
+	return filepath.Join(c.UpdateDir, c.UpdateASN+".mmdb")
 }
 
 // LogValue shows the configuration in logs with secrets masked: the
 // IP2Location token, and any user or password in the download URL and
 // REDIS_URL.
 func (c Config) LogValue() slog.Value {
-	token := ""
-	if c.Token != "" {
-		token = "***"
-	}
+	token := mask(c.Token)
 	return slog.GroupValue(
 		slog.Any("settings", c.Settings),
 		slog.String("db", c.DBPath), slog.String("asn_db", c.ASNPath),
@@ -232,9 +358,20 @@ func (c Config) LogValue() slog.Value {
 		slog.String("ip2location_token", token), slog.String("ip2location_product", c.Product),
 		slog.String("ip2location_download_url", redactURL(c.DownloadURL)),
 		slog.String("update_interval", c.UpdateInterval.String()), slog.String("update_dir", c.UpdateDir),
+		slog.String("update_source", c.UpdateSource), slog.String("update_city", c.UpdateCity), slog.String("update_asn", c.UpdateASN),
+		slog.String("update_url", redactURL(c.UpdateURL)),
+		slog.String("maxmind_account_id", c.MaxMindAccountID), slog.String("maxmind_license_key", mask(c.MaxMindLicenseKey)),
+		slog.String("db_max_age", c.DBMaxAge.String()),
 		slog.String("cache_max_age", c.CacheMaxAge.String()), slog.Int("cache_size", c.CacheSize),
 		slog.Any("gc", c.GC),
 	)
+}
+
+func mask(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "***"
 }
 
 // LogValue shows the collector's settings and where they came from.

@@ -166,3 +166,76 @@ func TestGCLogValue(t *testing.T) {
 		}
 	}
 }
+
+func TestUpdateSources(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		env                 map[string]string
+		source, city, asn   string
+		cityTarget, asnPath string
+		wantErr             string
+	}{
+		{name: "off by default", env: map[string]string{}},
+		{name: "ip2location from its token, as before", env: map[string]string{"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEBINIPV6", "GEOIP_UPDATE_DIR": "/d"},
+			source: "ip2location", city: "DB11LITEBINIPV6", cityTarget: "/d/DB11LITEBINIPV6.BIN"},
+		{name: "ip2location MMDB product", env: map[string]string{"IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "DB11LITEMMDB", "GEOIP_UPDATE_DIR": "/d"},
+			source: "ip2location", city: "DB11LITEMMDB", cityTarget: "/d/DB11LITEMMDB.mmdb"},
+		{name: "maxmind from its account", env: map[string]string{"MAXMIND_ACCOUNT_ID": "1", "MAXMIND_LICENSE_KEY": "k", "GEOIP_UPDATE_DIR": "/d", "GEOIP_ASN_DB": "/a/asn.mmdb"},
+			source: "maxmind", city: "GeoLite2-City", asn: "GeoLite2-ASN", cityTarget: "/d/GeoLite2-City.mmdb", asnPath: "/a/asn.mmdb"},
+		{name: "maxmind editions", env: map[string]string{"GEOIP_UPDATE_SOURCE": "maxmind", "MAXMIND_ACCOUNT_ID": "1", "MAXMIND_LICENSE_KEY": "k",
+			"GEOIP_UPDATE_CITY": "GeoIP2-City", "GEOIP_UPDATE_ASN": "none", "GEOIP_DB": "/x/city.mmdb"},
+			source: "maxmind", city: "GeoIP2-City", cityTarget: "/x/city.mmdb"},
+		{name: "dbip needs no key", env: map[string]string{"GEOIP_UPDATE_SOURCE": "DBIP", "GEOIP_UPDATE_DIR": "/d"},
+			source: "dbip", city: "dbip-city-lite", asn: "dbip-asn-lite", cityTarget: "/d/dbip-city-lite.mmdb", asnPath: "/d/dbip-asn-lite.mmdb"},
+		{name: "none turns a token's updates off", env: map[string]string{"GEOIP_UPDATE_SOURCE": "none", "IP2LOCATION_TOKEN": "t", "IP2LOCATION_PRODUCT": "p"}},
+		{name: "unknown source", env: map[string]string{"GEOIP_UPDATE_SOURCE": "geoipify"}, wantErr: "GEOIP_UPDATE_SOURCE"},
+		{name: "maxmind without a key", env: map[string]string{"MAXMIND_ACCOUNT_ID": "1"}, wantErr: "MAXMIND_LICENSE_KEY"},
+		{name: "ip2location without a token", env: map[string]string{"GEOIP_UPDATE_SOURCE": "ip2location"}, wantErr: "IP2LOCATION_TOKEN"},
+		{name: "edition with a path", env: map[string]string{"GEOIP_UPDATE_SOURCE": "dbip", "GEOIP_UPDATE_CITY": "../etc/x"}, wantErr: "GEOIP_UPDATE_CITY"},
+		{name: "nothing to update", env: map[string]string{"GEOIP_UPDATE_SOURCE": "dbip", "GEOIP_UPDATE_CITY": "none", "GEOIP_UPDATE_ASN": "none"}, wantErr: "nothing to update"},
+		{name: "mirror URL", env: map[string]string{"GEOIP_UPDATE_SOURCE": "dbip", "GEOIP_UPDATE_URL": "ftp://x"}, wantErr: "GEOIP_UPDATE_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, done, err := loadCase(t, tc.env, tc.wantErr)
+			if done {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.UpdateSource != tc.source || c.UpdateCity != tc.city || c.UpdateASN != tc.asn {
+				t.Errorf("source %q city %q asn %q", c.UpdateSource, c.UpdateCity, c.UpdateASN)
+			}
+			if tc.cityTarget != "" && c.UpdateTarget() != tc.cityTarget {
+				t.Errorf("city target %q", c.UpdateTarget())
+			}
+			if tc.asnPath != "" && c.ASNUpdateTarget() != tc.asnPath {
+				t.Errorf("asn target %q", c.ASNUpdateTarget())
+			}
+		})
+	}
+}
+
+func TestDBMaxAge(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": DefaultDBMaxAge, "30d": 30 * 24 * time.Hour, "36h": 36 * time.Hour} {
+		c, err := Load(envOf(map[string]string{"GEOIP_DB_MAX_AGE": v}))
+		if err != nil || c.DBMaxAge != want {
+			t.Errorf("%q: %v %v", v, c.DBMaxAge, err)
+		}
+	}
+	for _, v := range []string{"0", "-1d", "xd", "soon"} {
+		loadCase(t, map[string]string{"GEOIP_DB_MAX_AGE": v}, "GEOIP_DB_MAX_AGE")
+	}
+}
+
+func TestLogValueMasksTheLicenseKey(t *testing.T) {
+	c, err := Load(envOf(map[string]string{"MAXMIND_ACCOUNT_ID": "4242", "MAXMIND_LICENSE_KEY": "lic-secret", "GEOIP_UPDATE_DIR": "/d"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("geoip starting", "config", c)
+	if strings.Contains(buf.String(), "secret") || !strings.Contains(buf.String(), `"maxmind_license_key":"***"`) || !strings.Contains(buf.String(), `"update_source":"maxmind"`) {
+		t.Errorf("%s", buf.String())
+	}
+}

@@ -36,6 +36,9 @@ type Config struct {
 	Logger       *slog.Logger
 	// Now is the clock for UTC offsets; default time.Now.
 	Now func() time.Time
+	// Name is what the database is, "city" (default) or "asn": the database label of
+	// geoip_database_age_seconds, which both databases share.
+	Name string
 	// MetricsName is the stem of the metric names, geoip_<stem>_info and so on (default
 	// "database"); a second database in the process needs its own ("asn_database").
 	MetricsName string
@@ -111,8 +114,11 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MetricsName == "" {
 		cfg.MetricsName = "database"
 	}
+	if cfg.Name == "" {
+		cfg.Name = "city"
+	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, path: cfg.Path, subs: make(map[chan lookup.Info]struct{}), syncDir: syncDir}
-	m.metrics = newMetrics(m, "geoip_"+cfg.MetricsName)
+	m.metrics = newMetrics(m, "geoip_"+cfg.MetricsName, cfg.Name)
 	var db lookup.DB
 	var err error
 	if cfg.Path != "" {
@@ -279,6 +285,19 @@ func (m *Manager) LookupString(s string) (netip.Addr, lookup.Record, error) {
 
 // Info describes the database serving now.
 func (m *Manager) Info() lookup.Info { return m.cur.Load().db.Info() }
+
+// Age is how old the database serving now is: the time since its build date; false when
+// the database names no build date.
+func (m *Manager) Age() (time.Duration, bool) {
+	built := m.Info().BuildDate
+	if built.IsZero() {
+		return 0, false
+	}
+	return m.cfg.Now().Sub(built), true
+}
+
+// Name is the database's name, "city" or "asn" (Config.Name).
+func (m *Manager) Name() string { return m.cfg.Name }
 
 // Version changes whenever a different database starts serving; use it in ETags.
 func (m *Manager) Version() string { return m.cur.Load().version }

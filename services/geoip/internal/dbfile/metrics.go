@@ -18,6 +18,7 @@ type Metrics struct {
 	info     *prometheus.Desc
 	records  *prometheus.Desc
 	build    *prometheus.Desc
+	age      *prometheus.Desc
 	reloads  prometheus.Counter
 	failures *prometheus.CounterVec
 }
@@ -31,8 +32,10 @@ const (
 	reasonLookup  = "lookup"  // it opened but could not answer the probe lookups
 )
 
-// newMetrics names the metrics <stem>_info, <stem>_records and so on.
-func newMetrics(m *Manager, stem string) *Metrics {
+// newMetrics names the metrics <stem>_info, <stem>_records and so on; the age is
+// geoip_database_age_seconds{database=name} for every database, so that one alert rule
+// covers them all.
+func newMetrics(m *Manager, stem, name string) *Metrics {
 	return &Metrics{
 		m: m,
 		info: prometheus.NewDesc(stem+"_info",
@@ -42,6 +45,9 @@ func newMetrics(m *Manager, stem string) *Metrics {
 			"Ranges (BIN) or search tree nodes (MMDB) in the database serving now.", nil, nil),
 		build: prometheus.NewDesc(stem+"_build_timestamp_seconds",
 			"Build date of the database serving now, as a Unix time.", nil, nil),
+		age: prometheus.NewDesc("geoip_database_age_seconds",
+			"Time since the build date of the database serving now, by database (city or asn); absent when the database names no build date.",
+			nil, prometheus.Labels{"database": name}),
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: stem + "_reloads_total",
 			Help: "Databases swapped in after start-up.",
@@ -83,6 +89,7 @@ func (x *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- x.info
 	ch <- x.records
 	ch <- x.build
+	ch <- x.age
 	x.reloads.Describe(ch)
 	x.failures.Describe(ch)
 }
@@ -95,6 +102,9 @@ func (x *Metrics) Collect(ch chan<- prometheus.Metric) {
 		info.Format, info.Type, info.BuildDate.Format(time.DateOnly), strconv.Itoa(info.Records), info.Version())
 	ch <- prometheus.MustNewConstMetric(x.records, prometheus.GaugeValue, float64(info.Records))
 	ch <- prometheus.MustNewConstMetric(x.build, prometheus.GaugeValue, float64(info.BuildDate.Unix()))
+	if age, ok := x.m.Age(); ok {
+		ch <- prometheus.MustNewConstMetric(x.age, prometheus.GaugeValue, age.Seconds())
+	}
 	x.reloads.Collect(ch)
 	x.failures.Collect(ch)
 }
