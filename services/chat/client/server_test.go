@@ -20,6 +20,7 @@ import (
 	"github.com/apistack/platform/libs/apiserver/testkit"
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
+	"github.com/apistack/platform/services/chat/internal/jwtidentity"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/realtime"
 	"github.com/apistack/platform/services/chat/internal/realtime/redispresence"
@@ -73,11 +74,17 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rdb.Close() })
-		store = redisstore.New(rdb, redisstore.Options{History: 1000, Prefix: cfg.prefix})
+		rs := redisstore.New(rdb, redisstore.Options{History: 1000, Prefix: cfg.prefix})
+		// As cmd/chat does: the engine's repair runs beside the hub.
+		ctx, stop := context.WithCancel(context.Background())
+		repaired := make(chan struct{})
+		go func() { defer close(repaired); rs.RepairPending(ctx) }()
+		t.Cleanup(func() { stop(); <-repaired })
+		store = rs
 	} else if store == nil {
 		store = memory.New(1000)
 	}
-	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: testkit.Logger(), Identities: cfg.identities})
+	svc := chat.NewService(store, chat.Options{PublicRead: true, Logger: testkit.Logger(), Identities: jwtidentity.New(cfg.identities)})
 	if _, err := svc.Bootstrap(context.Background(), adminToken); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
