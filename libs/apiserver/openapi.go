@@ -24,9 +24,11 @@ type openAPI struct {
 	// gin engine and set HandleMethodNotAllowed).
 	methodNotAllowed bool
 
-	mu      sync.Mutex
-	ops     []opDoc
-	encoded map[string][]byte // by servers URL
+	mu  sync.Mutex
+	ops []opDoc
+	// webhooks are the requests the service sends (DocumentWebhook), by name.
+	webhooks map[string]any
+	encoded  map[string][]byte // by servers URL
 }
 
 type opDoc struct {
@@ -117,6 +119,9 @@ func (d *openAPI) build(serverURL string) map[string]any {
 		"info":    info,
 		"servers": []any{map[string]any{"url": serverURL}},
 		"paths":   paths,
+	}
+	if len(d.webhooks) > 0 {
+		doc["webhooks"] = d.webhooks
 	}
 	components := map[string]any{"schemas": schemas}
 	for _, o := range d.ops {

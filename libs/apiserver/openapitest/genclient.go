@@ -65,7 +65,10 @@ func (g GeneratedClient) Run(t *testing.T, baseURL string) {
 	write("go.mod", fmt.Sprintf("module genclient\n\ngo 1.26\n\nrequire %s %s\n\ntool %s/cmd/oapi-codegen\n",
 		OAPICodegenModule, OAPICodegenVersion, OAPICodegenModule))
 	write("openapi.json", string(g.Document))
-	write("oapi-codegen.yaml", fmt.Sprintf("package: apiclient\noutput: apiclient/client.gen.go\ngenerate:\n  client: true\n  models: true\noutput-options:\n  yaml-tags: %t\n", g.YAMLTags))
+	// skip-prune keeps every component schema: oapi-codegen prunes those no
+	// path references, yet its webhook code uses the ones only an OpenAPI
+	// 3.1 `webhooks` entry references (apiserver.DocumentWebhook).
+	write("oapi-codegen.yaml", fmt.Sprintf("package: apiclient\noutput: apiclient/client.gen.go\ngenerate:\n  client: true\n  models: true\noutput-options:\n  skip-prune: true\n  yaml-tags: %t\n", g.YAMLTags))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()

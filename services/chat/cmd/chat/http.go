@@ -92,6 +92,9 @@ func serveHTTP(ctx context.Context, app *App) error {
 	if _, err := httpapi.Register(app.HTTP, app.Service); err != nil {
 		return err
 	}
+	if err := httpapi.RegisterWebhooks(app.HTTP, app.Webhooks); err != nil {
+		return err
+	}
 	app.HTTP.AddReadinessCheck("chat store", app.Service.Ready)
 	opts := realtime.Options{Logger: app.Log, Limits: &app.Config.Sockets, Writers: app.Config.Writers}
 	if app.Redis != nil {

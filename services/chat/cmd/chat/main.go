@@ -23,6 +23,8 @@ import (
 	"github.com/apistack/platform/services/chat/internal/config"
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/jwtidentity"
+	"github.com/apistack/platform/services/chat/internal/sendhook"
+	"github.com/apistack/platform/services/chat/internal/webhooks"
 )
 
 // version is the build's version, set with -ldflags "-X main.version=...";
@@ -84,6 +86,12 @@ type App struct {
 	Service *chat.Service
 	Admin   chat.User
 	HTTP    *apiserver.Server[chat.User] // cmd/chat/http.go
+	// Webhooks manages the webhooks (the endpoints' side); their
+	// dispatcher runs from build to Close.
+	Webhooks *webhooks.Manager
+
+	// stopWebhooks ends the dispatcher and waits for its deliveries.
+	stopWebhooks func()
 
 	// stopRepair ends the engine's own background work and waits for it
 	// (nil when it has none; see openStore).
@@ -95,6 +103,9 @@ type App struct {
 // on.
 func (a *App) Close() error {
 	errs := []error{a.HTTP.Stop(context.Background())}
+	if a.stopWebhooks != nil {
+		a.stopWebhooks()
+	}
 	if a.stopRepair != nil {
 		a.stopRepair()
 	}
@@ -153,7 +164,18 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
 	}
-	app.Service = chat.NewService(app.Store, chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities)})
+	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities)}
+	if cfg.SendHook.URL != "" {
+		if opts.SendHook, err = sendhook.New(cfg.SendHook.URL, cfg.SendHook.Secret, cfg.SendHook.Timeout); err != nil {
+			return nil, err
+		}
+		opts.SendHookFailOpen = cfg.SendHook.FailOpen
+	}
+	app.Service = chat.NewService(app.Store, opts)
+	if err := app.startWebhooks(); err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error { app.stopWebhooks(); return nil })
 	if app.Admin, err = app.Service.Bootstrap(ctx, cfg.AdminToken); err != nil {
 		return nil, fmt.Errorf("bootstrap CHAT_ADMIN_TOKEN: %w", err)
 	}

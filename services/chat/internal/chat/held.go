@@ -20,6 +20,10 @@ const (
 	HeldTTL = time.Hour
 )
 
+// ModHeld is the moderation log's entry of a message held by a mode
+// (first-message review; a hold filter's is filter_hit), with its held id.
+const ModHeld ModAction = "held"
+
 // Why a message is held.
 const (
 	HeldByFilter           = "filter"
@@ -50,12 +54,15 @@ func (s *Service) hold(ctx context.Context, m Member, text, reason, filterID str
 	}
 	h := HeldMessage{Channel: channel, User: m.Ref(), Text: text, Reason: reason, FilterID: filterID,
 		CreatedAt: now, ExpiresAt: now.Add(HeldTTL)}
-	var log *ModEntry
+	// Every hold is recorded with its held id, in the hold's own step:
+	// moderators see it, and webhooks derive held.created from it.
+	e := modEntry(channel, ModHeld, AutomodUser, refp(m.Ref()), "held for review: "+reason, now)
+	e.Rule = reason
 	if reason == HeldByFilter {
-		e := modEntry(channel, ModFilterHit, AutomodUser, refp(m.Ref()), "automod: held by filter "+filterID, now)
+		e = modEntry(channel, ModFilterHit, AutomodUser, refp(m.Ref()), "automod: held by filter "+filterID, now)
 		e.Rule, e.FilterAction = filterID, ActionHold
-		log = &e
 	}
+	log := &e
 	h, err := s.store.HoldMessage(ctx, h, MaxHeldPerChannel, w, log)
 	if err != nil {
 		return SendResult{}, fmt.Errorf("send: hold message: %w", err)

@@ -26,6 +26,11 @@ type Options struct {
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
 	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
 	Identities Identities
+	// SendHook, when set, judges every send before it is stored
+	// (CHAT_SEND_HOOK_URL); SendHookFailOpen lets a send through when it
+	// does not answer (CHAT_SEND_HOOK_FAIL=open).
+	SendHook         SendHook
+	SendHookFailOpen bool
 }
 
 // Service holds the rules of the chat and runs them against a Store. It is
@@ -44,6 +49,9 @@ type Service struct {
 	claimed    claimedChannels
 	identities Identities
 
+	sendHook         SendHook
+	sendHookFailOpen bool
+
 	mu      sync.Mutex
 	filters map[string]*compiledFilter // compiled once per filter version
 }
@@ -57,7 +65,8 @@ func NewService(store Store, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
-		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{}}
+		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
+		sendHook: opts.SendHook, sendHookFailOpen: opts.SendHookFailOpen}
 }
 
 // Limits returns the limits in force.

@@ -164,6 +164,14 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 			s.log.WarnContext(ctx, "raid watch: end an automatic shield", "channel", channel, "err", err)
 		}
 	}
+	// The platform's say comes last before filters, once everything that
+	// costs no round trip has passed: a refused sender never reaches it,
+	// and a replacement is filtered as if it had been sent.
+	if s.sendHook != nil {
+		if text, err = s.askSendHook(ctx, member, text); err != nil {
+			return SendResult{}, err
+		}
+	}
 	out := applyFilters(text, role, s.compiledFilters(ctx, st.Filters, st.ChannelFilters))
 	if f := out.blocked; f != nil {
 		if f.Action == ActionHold {

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apistack/platform/libs/apiserver"
 	"github.com/apistack/platform/libs/apiserver/jwtauth"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/apistack/platform/services/chat/internal/chat"
 	"github.com/apistack/platform/services/chat/internal/realtime"
+	"github.com/apistack/platform/services/chat/internal/webhooks"
 )
 
 // DefaultPort is chat's port when PORT is unset (DESIGN.md).
@@ -73,6 +76,71 @@ type Config struct {
 	// EmbedOrigins are CHAT_EMBED_ORIGINS: the sites that may frame the
 	// chat page and hand it a token by postMessage (web.Options).
 	EmbedOrigins []string
+	// WebhookAllowPrivate is CHAT_WEBHOOK_ALLOW_PRIVATE: webhooks may
+	// reach private, loopback and link-local addresses (default false).
+	WebhookAllowPrivate bool
+	// SendHook is CHAT_SEND_HOOK_*: the platform's say before a send is
+	// stored (URL empty: none).
+	SendHook SendHook
+}
+
+// SendHook configures the send hook (sendhook.Client).
+type SendHook struct {
+	URL string
+	// Secret is CHAT_SEND_HOOK_SECRET, the whsec_ key requests are signed with.
+	Secret  string
+	Timeout time.Duration
+	// FailOpen is CHAT_SEND_HOOK_FAIL=open: a hook that does not answer
+	// lets the message through (closed, the default, refuses it: 503).
+	FailOpen bool
+}
+
+// DefaultSendHookTimeout is CHAT_SEND_HOOK_TIMEOUT's default.
+const DefaultSendHookTimeout = 300 * time.Millisecond
+
+// maxSendHookTimeout bounds CHAT_SEND_HOOK_TIMEOUT: a send waits for it.
+const maxSendHookTimeout = 5 * time.Second
+
+// loadSendHook reads the CHAT_SEND_HOOK_* settings; bad reports each wrong one.
+func loadSendHook(getenv func(string) string, production bool, bad func(name, value, want string)) SendHook {
+	h := SendHook{URL: strings.TrimSpace(getenv("CHAT_SEND_HOOK_URL")), Secret: getenv("CHAT_SEND_HOOK_SECRET"), Timeout: DefaultSendHookTimeout}
+	if v := getenv("CHAT_SEND_HOOK_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxSendHookTimeout {
+			bad("CHAT_SEND_HOOK_TIMEOUT", v, "want a duration like 300ms, at most 5s")
+		}
+		h.Timeout = d
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("CHAT_SEND_HOOK_FAIL"))); v {
+	case "", "closed":
+	case "open":
+		h.FailOpen = true
+	default:
+		bad("CHAT_SEND_HOOK_FAIL", v, "want open or closed")
+	}
+	if h.URL == "" {
+		return h
+	}
+	u, err := url.Parse(h.URL)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil:
+		bad("CHAT_SEND_HOOK_URL", h.URL, "want an http(s) URL without credentials")
+	case production && u.Scheme != "https" && !privateHost(u.Hostname()):
+		bad("CHAT_SEND_HOOK_URL", h.URL, "want https in production for a public host")
+	}
+	if _, err := webhooks.SecretKey(h.Secret); err != nil {
+		bad("CHAT_SEND_HOOK_SECRET", mask(h.Secret), "want the whsec_ secret the hook verifies requests with (CHAT_SEND_HOOK_URL is set): "+err.Error())
+	}
+	return h
+}
+
+// privateHost reports whether host is a literal non-public address or a
+// name without dots (a service name on the platform's own network).
+func privateHost(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return !webhooks.Public(a)
+	}
+	return !strings.Contains(host, ".")
 }
 
 // JWT configures platform tokens (jwtauth).
@@ -155,6 +223,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("jwt_secret", mask(c.JWT.Secret)), slog.String("jwks_url", c.JWT.JWKSURL),
 		slog.String("jwt_issuer", c.JWT.Issuer), slog.String("jwt_audience", c.JWT.Audience),
 		slog.Any("embed_origins", c.EmbedOrigins),
+		slog.Bool("webhook_allow_private", c.WebhookAllowPrivate),
+		slog.String("send_hook_url", c.SendHook.URL), slog.String("send_hook_secret", mask(c.SendHook.Secret)),
+		slog.Duration("send_hook_timeout", c.SendHook.Timeout), slog.Bool("send_hook_fail_open", c.SendHook.FailOpen),
 	)
 }
 
@@ -267,6 +338,14 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.EmbedOrigins = origins
 	}
+	if v := getenv("CHAT_WEBHOOK_ALLOW_PRIVATE"); v != "" {
+		b, err := apiserver.ParseBool(v)
+		if err != nil {
+			bad("CHAT_WEBHOOK_ALLOW_PRIVATE", v, err.Error())
+		}
+		c.WebhookAllowPrivate = b
+	}
+	c.SendHook = loadSendHook(getenv, c.Production(), bad)
 	c.AdminToken = getenv("CHAT_ADMIN_TOKEN")
 	switch {
 	case c.AdminToken == "" && c.Production():

@@ -37,6 +37,7 @@ func Tags() []apiserver.Tag {
 		{Name: tagFilters, Description: "Blocked terms, regular expressions, links and capitals"},
 		{Name: tagChannels, Description: "Channel settings (slow mode) and the roles given in a channel"},
 		{Name: tagPermissions, Description: "Who may do what"},
+		{Name: tagWebhooks, Description: "Signed HTTP callbacks of channels' events (Standard Webhooks), with retries"},
 		{Name: "Live", Description: "Real-time delivery over WebSocket: the protocol, recovery with since, presence"},
 	}
 }

@@ -68,6 +68,11 @@ func TestOpenAPIDocumentsEveryEndpoint(t *testing.T) {
 		{"get", "/api/v1/channels/{channel}/users/{id}/messages", false, "200 400 403"},
 		{"post", "/api/v1/channels/{channel}/users/{id}/purge", false, "200 400 403 404"},
 		{"get", "/api/v1/permissions", true, "200"},
+		{"post", "/api/v1/webhooks", false, "201 400 401 403 409 503"},
+		{"get", "/api/v1/webhooks", false, "200 400 403"},
+		{"delete", "/api/v1/webhooks/{id}", false, "204 404"},
+		{"get", "/api/v1/webhooks/{id}/deliveries", false, "200 400 404"},
+		{"post", "/api/v1/webhooks/{id}/deliveries/{delivery}/retry", false, "200 404 409"},
 	}
 	n := 0
 	for _, ops := range doc.Paths {

@@ -25,6 +25,8 @@ import (
 	"github.com/apistack/platform/services/chat/internal/httpapi"
 	"github.com/apistack/platform/services/chat/internal/memory"
 	"github.com/apistack/platform/services/chat/internal/redisstore"
+	"github.com/apistack/platform/services/chat/internal/webhooks"
+	"github.com/apistack/platform/services/chat/internal/webhooks/memq"
 )
 
 const adminToken = "admin-token-0123456789abcdef"
@@ -118,6 +120,11 @@ func newStack(t *testing.T, e engine, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	if _, err := httpapi.Register(srv, svc); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook endpoints, as cmd/chat declares them (their store is
+	// memq's: the endpoints' side only; internal/webhooks tests delivery).
+	if err := httpapi.RegisterWebhooks(srv, webhooks.NewManager(memq.New(time.Now), svc, false)); err != nil {
 		t.Fatal(err)
 	}
 	srv.AddReadinessCheck("chat store", svc.Ready) // as cmd/chat: the library checks Redis only failing closed

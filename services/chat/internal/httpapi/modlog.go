@@ -21,7 +21,7 @@ type ModEntry struct {
 	ID      string    `json:"id" doc:"The entry's place in the log; the next page starts below it" example:"1767323045000-0"`
 	Channel string    `json:"channel" example:"general"`
 	At      time.Time `json:"at" doc:"When it happened, RFC 3339, UTC"`
-	Action  string    `json:"action" enum:"filter_hit,shield_on,shield_off,timeout,ban,unban,delete_message,held_approve,held_deny,role_set,role_remove,purge"`
+	Action  string    `json:"action" enum:"filter_hit,shield_on,shield_off,timeout,ban,unban,delete_message,held_approve,held_deny,role_set,role_remove,purge,held,webhook_disabled"`
 	Actor   UserRef   `json:"actor" doc:"The moderator, with its role in the channel; automod for a filter or the raid watch"`
 	Rule    string    `json:"rule,omitempty" doc:"When the actor is automod: the filter id, or raid_watch"`
 	Target  *UserRef  `json:"target,omitempty" doc:"The user acted on (none for shield switches)"`
