@@ -8,6 +8,8 @@
 #   local/redis:7          Debian bookworm + redis-server
 #   local/caddy:2          Debian bookworm + caddy
 #   local/prometheus:2     Debian bookworm + prometheus (profile "prometheus"; Grafana is not in Debian)
+#   local/alertmanager:0.25 Debian bookworm + prometheus-alertmanager (profiles "prometheus", "monitoring")
+#   local/postgres:15      Debian bookworm + postgresql (15), initialised from POSTGRES_* as the official image is
 #
 # Then it writes those names (deploy/local-images.env) into .env at the repository root,
 # which docker compose v2 and docker-compose 1.29 both read by themselves: every later
@@ -225,13 +227,73 @@ build_prometheus() {
 		'CMD ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]'
 }
 
+build_alertmanager() {
+	local tag=$ALERTMANAGER_IMAGE dir
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	dir=$(work_rootfs alertmanager prometheus-alertmanager)
+	mkdir -p "$dir/alertmanager"
+	chroot "$dir" chown prometheus:prometheus /alertmanager
+	finish "$dir"
+	# Debian names the binary prometheus-alertmanager; the flags and the configuration are
+	# the official image's, whose compose command sets both.
+	import "$dir" "$tag" "$path_env" "USER prometheus" "WORKDIR /alertmanager" "EXPOSE 9093" \
+		'ENTRYPOINT ["/usr/bin/prometheus-alertmanager"]' \
+		'CMD ["--config.file=/etc/alertmanager/alertmanager.yml", "--storage.path=/alertmanager"]'
+}
+
+build_postgres() {
+	local tag=$POSTGRES_IMAGE dir bin
+	if have_image "$tag"; then log "$tag exists"; return; fi
+	dir=$(work_rootfs postgres postgresql)
+	bin=$(cd "$dir" && echo usr/lib/postgresql/*/bin)
+	[ -x "$dir/$bin/postgres" ] || die "postgres: no server binary under $dir/usr/lib/postgresql"
+	# The package's own cluster is not used: the entrypoint makes one in PGDATA, on the
+	# volume, the first time it starts (as the official image does).
+	rm -rf "$dir"/var/lib/postgresql/[0-9]* "$dir"/etc/postgresql/[0-9]*
+	mkdir -p "$dir/var/lib/postgresql/data" "$dir/var/run/postgresql"
+	chroot "$dir" chown -R postgres:postgres /var/lib/postgresql /var/run/postgresql
+	chmod 700 "$dir/var/lib/postgresql/data"
+	# The official image's entrypoint, for the variables compose sets: POSTGRES_PASSWORD
+	# (required), POSTGRES_USER (postgres) and POSTGRES_DB (the user's name); password
+	# (scram-sha-256) logins from any address, trust over the local socket.
+	cat >"$dir/usr/local/bin/docker-entrypoint.sh" <<'ENTRYPOINT'
+#!/bin/sh
+set -eu
+if [ "${1:-}" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
+	: "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD is required}"
+	user=${POSTGRES_USER:-postgres}
+	db=${POSTGRES_DB:-$user}
+	pwfile=$(mktemp)
+	printf '%s\n' "$POSTGRES_PASSWORD" >"$pwfile"
+	initdb -D "$PGDATA" --username="$user" --pwfile="$pwfile" --encoding=UTF8 --no-locale \
+		--auth-local=trust --auth-host=scram-sha-256 >/dev/null
+	rm -f "$pwfile"
+	echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
+	echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+	if [ "$db" != postgres ]; then
+		echo "CREATE DATABASE \"$db\"" | postgres --single -D "$PGDATA" postgres >/dev/null
+	fi
+	echo "docker-entrypoint.sh: initialised $PGDATA (user $user, database $db)"
+fi
+exec "$@"
+ENTRYPOINT
+	chmod 755 "$dir/usr/local/bin/docker-entrypoint.sh"
+	finish "$dir"
+	import "$dir" "$tag" "ENV PATH=/$bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		"ENV PGDATA=/var/lib/postgresql/data" "USER postgres" "WORKDIR /var/lib/postgresql" \
+		"VOLUME /var/lib/postgresql/data" "EXPOSE 5432" \
+		'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]' 'CMD ["postgres"]'
+}
+
 start=$SECONDS
 build_golang
 build_static
 build_redis
 build_caddy
 build_prometheus
-log "local base images ready in $((SECONDS - start))s: $GO_IMAGE $RUNTIME_IMAGE $REDIS_IMAGE $CADDY_IMAGE $PROMETHEUS_IMAGE"
+build_alertmanager
+build_postgres
+log "local base images ready in $((SECONDS - start))s: $GO_IMAGE $RUNTIME_IMAGE $REDIS_IMAGE $CADDY_IMAGE $PROMETHEUS_IMAGE $ALERTMANAGER_IMAGE $POSTGRES_IMAGE"
 
 # write_env puts the image variables into the env file compose reads, replacing earlier
 # ones and keeping every other line. Owned by whoever ran make (sudo's caller).
@@ -241,10 +303,10 @@ write_env() {
 	tmp=$(mktemp "$file.XXXXXX")
 	{
 		if [ -f "$file" ]; then
-			grep -vxF "$env_marker" "$file" | grep -vE '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS)_IMAGE=' || true
+			grep -vxF "$env_marker" "$file" | grep -vE '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS|ALERTMANAGER|POSTGRES)_IMAGE=' || true
 		fi
 		printf '%s\n' "$env_marker"
-		grep -E '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS)_IMAGE=' "$repo/deploy/local-images.env"
+		grep -E '^(GO|RUNTIME|REDIS|CADDY|PROMETHEUS|ALERTMANAGER|POSTGRES)_IMAGE=' "$repo/deploy/local-images.env"
 	} >"$tmp"
 	chmod 644 "$tmp"
 	if [ -n "${OWNER:-}" ]; then chown "$OWNER" "$tmp"; fi

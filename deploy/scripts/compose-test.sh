@@ -11,9 +11,15 @@
 #                prefix, a chat send and its WebSocket delivery; then no health-check
 #                access line in the services' (info-level) logs
 #   2. balance   --scale geoip=2: lookups reach both replicas
+#   2b. keys     geoip's keys file from GEOIP_CONFIG_DIR (a folder of this test's): after the
+#                scale, a key's limit holds through the proxy across both replicas (its
+#                limit-th lookup answered, the next 429, RateLimit-Limit the key's), and a
+#                key added by renaming a new file over the old one is served within the
+#                watch interval
 #   3. scale     --scale chat=2: messages sent through both replicas reach every client,
 #                whose hello names its replica by the container's host name; then
-#                Prometheus alone (profile prometheus) scrapes all four replicas
+#                Prometheus alone (profile prometheus) scrapes all four replicas, has
+#                loaded deploy/prometheus/rules and sends to Alertmanager
 #   4. failover  a chat replica is killed under six clients: its clients reconnect through
 #                the proxy with since= and recover what they missed, the others see nothing
 #   5. persist   Redis restarted: no acknowledged message is lost
@@ -63,6 +69,7 @@ export CHAT_ADMIN_TOKEN=${CHAT_ADMIN_TOKEN:-e2e-$(od -An -N12 -tx1 /dev/urandom 
 export CHAT_JWT_SECRET=${CHAT_JWT_SECRET:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 export NODE_ENV=${NODE_ENV:-production}
 export GEOIP_IMAGE=${GEOIP_IMAGE:-apistack/geoip:e2e} CHAT_IMAGE=${CHAT_IMAGE:-apistack/chat:e2e}
+export ALERTMANAGER_PORT=${ALERTMANAGER_PORT:-19093}
 
 # docker compose v2 when the plugin is there, else Debian's docker-compose 1.29 (or the
 # command in COMPOSE_TEST_COMPOSE).
@@ -176,6 +183,17 @@ log "edge network $PROXY_SUBNET; proxy on 127.0.0.1:$PROXY_PORT, Prometheus on :
 log "compose: ${compose_cmd[*]} ($("${compose_cmd[@]}" version --short 2>/dev/null || echo '?')), project $COMPOSE_PROJECT_NAME"
 
 workdir=$(mktemp -d)
+# geoip's files (docker-compose.yml mounts GEOIP_CONFIG_DIR): one key with a small limit,
+# readable by the container's nonroot user.
+key_limit=7
+key_a=k-e2e-a-$(od -An -N10 -tx1 /dev/urandom | tr -d ' \n')
+key_b=k-e2e-b-$(od -An -N10 -tx1 /dev/urandom | tr -d ' \n')
+export GEOIP_CONFIG_DIR=$workdir/geoip
+mkdir -p "$GEOIP_CONFIG_DIR"
+printf '{"keys": [{"key": "%s", "name": "e2e-a", "limit": %d, "window": "1h"}]}\n' "$key_a" "$key_limit" >"$GEOIP_CONFIG_DIR/keys.json"
+printf '[]\n' >"$GEOIP_CONFIG_DIR/overrides.json"
+chmod 755 "$workdir" "$GEOIP_CONFIG_DIR"
+chmod 644 "$GEOIP_CONFIG_DIR"/*.json
 case "${COMPOSE_TEST_IMAGES:-local}" in
 local)
 	log "0. local base images (make images-local), selected through .env"
@@ -183,7 +201,7 @@ local)
 	# The README's path: no image variable anywhere but .env. Every image compose resolves
 	# must be the local one.
 	(
-		unset GO_IMAGE RUNTIME_IMAGE REDIS_IMAGE CADDY_IMAGE PROMETHEUS_IMAGE
+		unset GO_IMAGE RUNTIME_IMAGE REDIS_IMAGE CADDY_IMAGE PROMETHEUS_IMAGE ALERTMANAGER_IMAGE POSTGRES_IMAGE
 		compose --profile prometheus config
 	) >"$workdir/config.yml"
 	while IFS='=' read -r name value; do
@@ -217,6 +235,7 @@ echo "     built in $((SECONDS - build_start))s"
 log "up"
 compose up -d --no-build
 wait_healthy redis 1
+wait_healthy postgres 1
 wait_healthy geoip 1
 wait_healthy chat 1
 wait_proxy
@@ -240,6 +259,34 @@ compose up -d --no-build --no-recreate --scale geoip=2 --scale chat=1
 wait_healthy geoip 2
 e2e balance
 
+log "2b. a key's limit through the proxy across both geoip replicas"
+# lookup KEY prints the status code and the RateLimit-Limit header of one keyed lookup.
+lookup() {
+	curl -sS -o /dev/null -D - "http://127.0.0.1:$PROXY_PORT/geoip/8.8.8.8/country/?key=$1" |
+		tr -d '\r' | awk 'NR==1 {code=$2} tolower($1)=="ratelimit-limit:" {limit=$2} END {print code, limit}'
+}
+for i in $(seq 1 "$key_limit"); do
+	got=$(lookup "$key_a")
+	[ "$got" = "200 $key_limit" ] || die "keyed lookup $i of $key_limit: want 200 with RateLimit-Limit $key_limit, got '$got'"
+done
+got=$(lookup "$key_a")
+[ "${got%% *}" = 429 ] || die "keyed lookup $((key_limit + 1)): want 429 (the key's limit, counted in Redis across replicas), got '$got'"
+echo "ok   key e2e-a: $key_limit lookups answered, the next 429, across $(service_containers geoip | wc -l) replicas"
+got=$(lookup "$key_b")
+[ "${got%% *}" = 403 ] || die "a key not in the file yet: want 403, got '$got'"
+# An edit the way the README says: write elsewhere, rename over the old file.
+printf '{"keys": [{"key": "%s", "name": "e2e-a", "limit": %d, "window": "1h"}, {"key": "%s", "name": "e2e-b", "limit": 1000, "window": "1h"}]}\n' \
+	"$key_a" "$key_limit" "$key_b" >"$GEOIP_CONFIG_DIR/keys.json.new"
+chmod 644 "$GEOIP_CONFIG_DIR/keys.json.new"
+mv "$GEOIP_CONFIG_DIR/keys.json.new" "$GEOIP_CONFIG_DIR/keys.json"
+deadline=$((SECONDS + 60))
+# Both replicas must have reloaded: several lookups in a row, spread by the proxy.
+until [ "$(for _ in 1 2 3 4 5 6; do lookup "$key_b"; done | sort -u)" = "200 1000" ]; do
+	[ "$SECONDS" -lt "$deadline" ] || die "key e2e-b not served 60 s after the keys file was replaced: $(lookup "$key_b")"
+	sleep 2
+done
+echo "ok   key e2e-b served by every replica after the file was renamed over"
+
 log "3. --scale chat=2"
 compose up -d --no-build --no-recreate --scale geoip=2 --scale chat=2
 wait_healthy chat 2
@@ -249,6 +296,16 @@ e2e -chat-hosts "$chat_hosts" scale
 log "3b. profile prometheus (no Grafana image needed): Prometheus scrapes every replica"
 compose --profile prometheus up -d --no-build --no-recreate --scale geoip=2 --scale chat=2
 e2e -prometheus "http://127.0.0.1:$PROMETHEUS_PORT" -want geoip=2,chat=2 monitoring
+# The rules are loaded (every group of deploy/prometheus/rules) and Alertmanager is found.
+want_groups=$(cat deploy/prometheus/rules/slo.yml deploy/prometheus/rules/alerts.yml | grep -cE '^  - name: ')
+deadline=$((SECONDS + 60))
+until [ "$(curl -fsS "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/rules" | grep -o '"file":' | wc -l)" -ge "$want_groups" ] &&
+	curl -fsS "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/alertmanagers" | grep -q '"activeAlertmanagers":\[{'; do
+	[ "$SECONDS" -lt "$deadline" ] || die "Prometheus: want $want_groups rule groups and an active Alertmanager; rules: $(curl -fsS "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/rules" | head -c 300)"
+	sleep 2
+done
+curl -fsS "http://127.0.0.1:$ALERTMANAGER_PORT/-/ready" >/dev/null || die "Alertmanager not ready on 127.0.0.1:$ALERTMANAGER_PORT"
+echo "ok   Prometheus loaded $want_groups rule groups and sends to Alertmanager, which is ready"
 
 log "4. a chat replica killed"
 e2e -disrupt "\"$repo/deploy/scripts/compose-test.sh\" __kill-upstream chat" failover

@@ -37,6 +37,7 @@ type tree struct {
 const productionSecrets = `CHAT_ADMIN_TOKEN=test-token-0123456789
 CHAT_REDIS_URL=rediss://:pw@redis.example.internal:6380/0
 GEOIP_REDIS_URL=rediss://:pw@redis.example.internal:6380/1
+CHAT_DATABASE_URL=postgres://chat:pw@postgres.example.internal:5432/chat?sslmode=verify-full
 `
 
 var decoder = func() runtime.Decoder {
@@ -142,11 +143,17 @@ func TestBase(t *testing.T) {
 	tr := render(t, "base", nil)
 	checkCommon(t, tr)
 	checkEnvironment(t, tr, "development")
-	if len(tr.statefulSets) != 1 || tr.statefulSets[0].Name != "redis" {
-		t.Errorf("base: want the development Redis StatefulSet, have %d StatefulSets", len(tr.statefulSets))
+	var sets []string
+	for _, ss := range tr.statefulSets {
+		sets = append(sets, ss.Name)
 	}
-	if findService(tr, "redis") == nil {
-		t.Error("base: no redis Service for the development Redis")
+	if strings.Join(sets, ",") != "redis,postgres" && strings.Join(sets, ",") != "postgres,redis" {
+		t.Errorf("base: want the development Redis and PostgreSQL StatefulSets, have %v", sets)
+	}
+	for _, name := range []string{"redis", "postgres"} {
+		if findService(tr, name) == nil {
+			t.Errorf("base: no %s Service for the development %s", name, name)
+		}
 	}
 	s := secret(t, tr)
 	if len(secretValue(s, "CHAT_ADMIN_TOKEN")) < 16 {
@@ -157,6 +164,58 @@ func TestBase(t *testing.T) {
 			t.Errorf("base: %s = %q, want the in-cluster redis", key, v)
 		}
 	}
+	checkArchive(t, tr)
+	// The in-cluster PostgreSQL's password is the one in chat's URL.
+	pw := secretValue(s, "POSTGRES_PASSWORD")
+	if pw == "" || !strings.HasPrefix(secretValue(s, "CHAT_DATABASE_URL"), "postgres://chat:"+pw+"@postgres:5432/chat") {
+		t.Errorf("base: CHAT_DATABASE_URL = %q, want the in-cluster postgres with POSTGRES_PASSWORD", secretValue(s, "CHAT_DATABASE_URL"))
+	}
+	for _, ss := range tr.statefulSets {
+		if ss.Name != "postgres" {
+			continue
+		}
+		c := ss.Spec.Template.Spec.Containers[0]
+		var fromSecret bool
+		for _, e := range c.Env {
+			if e.Name == "POSTGRES_PASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+				e.ValueFrom.SecretKeyRef.Name == s.Name && e.ValueFrom.SecretKeyRef.Key == "POSTGRES_PASSWORD" {
+				fromSecret = true
+			}
+		}
+		if !fromSecret {
+			t.Error("base: postgres does not take POSTGRES_PASSWORD from the Secret")
+		}
+		if ps := ss.Spec.Template.Spec.SecurityContext; ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+			t.Error("base: postgres does not require runAsNonRoot")
+		}
+		if len(ss.Spec.VolumeClaimTemplates) == 0 {
+			t.Error("base: postgres keeps its data on no volume")
+		}
+	}
+}
+
+// checkArchive: chat reads CHAT_DATABASE_URL from the Secret, which has it.
+func checkArchive(t *testing.T, tr *tree) {
+	t.Helper()
+	s := secret(t, tr)
+	if secretValue(s, "CHAT_DATABASE_URL") == "" {
+		t.Errorf("%s: the Secret has no CHAT_DATABASE_URL", tr.name)
+	}
+	for _, d := range tr.deployments {
+		if d.Name != "chat" {
+			continue
+		}
+		var ok bool
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "CHAT_DATABASE_URL" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+				e.ValueFrom.SecretKeyRef.Name == s.Name && e.ValueFrom.SecretKeyRef.Key == "CHAT_DATABASE_URL" {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("%s: chat does not take CHAT_DATABASE_URL from the Secret %s", tr.name, s.Name)
+		}
+	}
 }
 
 func TestProduction(t *testing.T) {
@@ -164,15 +223,21 @@ func TestProduction(t *testing.T) {
 	checkCommon(t, tr)
 	checkEnvironment(t, tr, "production")
 	if len(tr.statefulSets) != 0 {
-		t.Errorf("production: %d StatefulSets; Redis is external", len(tr.statefulSets))
+		t.Errorf("production: %d StatefulSets; Redis and PostgreSQL are external", len(tr.statefulSets))
 	}
-	if findService(tr, "redis") != nil {
-		t.Error("production: an in-cluster redis Service is left")
+	for _, name := range []string{"redis", "postgres"} {
+		if findService(tr, name) != nil {
+			t.Errorf("production: an in-cluster %s Service is left", name)
+		}
 	}
+	checkArchive(t, tr)
 	s := secret(t, tr)
-	for _, key := range []string{"CHAT_REDIS_URL", "GEOIP_REDIS_URL", "CHAT_ADMIN_TOKEN"} {
+	if secretValue(s, "POSTGRES_PASSWORD") != "" {
+		t.Error("production: the development POSTGRES_PASSWORD is left in the Secret")
+	}
+	for _, key := range []string{"CHAT_REDIS_URL", "GEOIP_REDIS_URL", "CHAT_ADMIN_TOKEN", "CHAT_DATABASE_URL"} {
 		v := secretValue(s, key)
-		if v == "" || strings.Contains(v, "redis://redis:") || v == "dev-admin-token-change-me" {
+		if v == "" || strings.Contains(v, "redis://redis:") || strings.Contains(v, "@postgres:5432") || v == "dev-admin-token-change-me" {
 			t.Errorf("production: %s = %q, want the value from secrets.env", key, v)
 		}
 	}

@@ -241,3 +241,34 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
 	}
 	return nil, fmt.Errorf("key %q cannot check %s", kid, alg)
 }
+
+// Refresh fetches the JWKS at once and keeps it fresh until ctx ends, so
+// a replica holds its keys before the first token arrives and a refresh
+// never waits on a client: after a successful fetch the next comes half a
+// KeysMaxAge later; after a failed one it is retried from 500 ms,
+// doubling up to RefetchInterval, until one succeeds. Run it in a
+// goroutine; without a JWKS URL it returns at once. Requests still fetch
+// an unknown kid themselves (see keySet), sharing the fetch under way.
+func (v *Verifier) Refresh(ctx context.Context) {
+	if v.keys == nil {
+		return
+	}
+	const firstRetry = 500 * time.Millisecond
+	retry := firstRetry
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := v.keys.refresh(ctx); err != nil {
+			t.Reset(retry)
+			retry = min(2*retry, v.keys.gap)
+			continue
+		}
+		retry = firstRetry
+		t.Reset(v.keys.maxAge / 2)
+	}
+}

@@ -32,11 +32,25 @@ type keys struct {
 	fetched time.Time
 }
 
+// failureBackoff is how long a failed fetch holds the next one back: short
+// (a failed fetch does not start the refetch gap, so keys come back as
+// soon as the URL does), yet long enough that a flood of unknown kids
+// cannot spin on a dead URL.
+const failureBackoff = 250 * time.Millisecond
+
 // keySet caches the keys of a JWKS URL. The set in use is read without a
 // lock. A fetch happens when a kid is unknown or the set is older than
-// KeysMaxAge, but never twice within RefetchInterval, whatever the
-// traffic: a flood of made-up kids costs one fetch per interval. While
-// the URL fails, the last good set keeps being used.
+// KeysMaxAge, but never twice within RefetchInterval of a successful
+// fetch, whatever the traffic: a flood of made-up kids costs one fetch per
+// interval. While the URL fails, the last good set keeps being used.
+//
+// A fetch belongs to no request: it runs on a context of its own, bounded
+// by fetchTimeout, and every request that needs it waits on the same one
+// (at most one fetch at a time). A request that gives up, or whose client
+// goes away, stops waiting; the fetch goes on for the others. Only a
+// successful fetch starts the refetch gap, so a cancelled or failed fetch
+// cannot lock a rotated key out for an interval (see Verifier.Refresh for
+// the fetch at start and in the background).
 type keySet struct {
 	url    string
 	client *http.Client
@@ -47,8 +61,15 @@ type keySet struct {
 	cur atomic.Pointer[keys]
 
 	mu       sync.Mutex
-	lastTry  time.Time // when the last fetch started (successful or not)
-	fetching bool
+	lastOK   time.Time // when the last successful fetch started
+	failedAt time.Time // when the last failed fetch ended
+	inflight *flight   // the fetch under way, nil when none
+}
+
+// flight is one fetch that any number of requests wait on.
+type flight struct {
+	done chan struct{}
+	err  error // set before done is closed
 }
 
 func newKeySet(cfg Config) (*keySet, error) {
@@ -69,31 +90,42 @@ func newKeySet(cfg Config) (*keySet, error) {
 }
 
 // find returns the key named kid. An empty kid matches the only key of a
-// one-key set. An unknown kid may trigger one fetch (see keySet).
+// one-key set. An unknown kid may trigger one fetch (see keySet); ctx
+// bounds only how long this call waits for it.
 func (ks *keySet) find(ctx context.Context, kid string) (pubKey, error) {
 	set := ks.cur.Load()
 	if set != nil {
 		if k, ok := set.lookup(kid); ok {
-			if ks.now().Sub(set.fetched) > ks.maxAge && ks.claimFetch() {
+			if ks.now().Sub(set.fetched) > ks.maxAge {
 				// Known key, old set: refresh behind the request.
-				go ks.fetch(context.WithoutCancel(ctx)) //nolint:errcheck // a failure keeps the old set
+				ks.start(ctx, false)
 			}
 			return k, nil
 		}
 	}
-	if !ks.claimFetch() {
+	f := ks.start(ctx, set == nil)
+	if f == nil {
 		if set == nil {
 			return pubKey{}, ErrKeysUnavailable
 		}
 		return pubKey{}, fmt.Errorf("unknown key %q", kid)
 	}
-	if err := ks.fetch(ctx); err != nil && set == nil {
-		return pubKey{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		// This caller stops waiting; the fetch goes on for the others.
+		if set == nil {
+			return pubKey{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, ctx.Err())
+		}
+		return pubKey{}, fmt.Errorf("%w: waiting for key %q: %w", ErrKeysUnavailable, kid, ctx.Err())
 	}
 	if set = ks.cur.Load(); set != nil {
 		if k, ok := set.lookup(kid); ok {
 			return k, nil
 		}
+	}
+	if f.err != nil && set == nil {
+		return pubKey{}, fmt.Errorf("%w: %w", ErrKeysUnavailable, f.err)
 	}
 	return pubKey{}, fmt.Errorf("unknown key %q", kid)
 }
@@ -111,27 +143,67 @@ func (s *keys) lookup(kid string) (pubKey, bool) {
 	return k, ok
 }
 
-// claimFetch reports whether the caller may fetch now, and if so records
-// the attempt: at most one fetch at a time and one per gap.
-func (ks *keySet) claimFetch() bool {
+// start returns the fetch under way, or starts one when the gap since the
+// last successful fetch (and the short backoff after a failed one) has
+// passed; nil when neither. force skips the gap (no set yet, or the
+// background refresher): the backoff after a failure still holds, unless
+// the caller is the refresher. ctx gives the fetch its values (a trace),
+// never its cancellation.
+func (ks *keySet) start(ctx context.Context, force bool) *flight {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	now := ks.now()
-	if ks.fetching || (!ks.lastTry.IsZero() && now.Sub(ks.lastTry) < ks.gap) {
-		return false
+	if ks.inflight != nil {
+		return ks.inflight
 	}
-	ks.fetching = true
-	ks.lastTry = now
-	return true
+	now := ks.now()
+	if !ks.failedAt.IsZero() && now.Sub(ks.failedAt) < failureBackoff {
+		return nil
+	}
+	if !force && !ks.lastOK.IsZero() && now.Sub(ks.lastOK) < ks.gap {
+		return nil
+	}
+	f := &flight{done: make(chan struct{})}
+	ks.inflight = f
+	go ks.run(context.WithoutCancel(ctx), f, now)
+	return f
 }
 
-// fetch reads the set and publishes it; on failure the old set stays.
+// run does one fetch for every waiter of f.
+func (ks *keySet) run(ctx context.Context, f *flight, began time.Time) {
+	f.err = ks.fetch(ctx)
+	ks.mu.Lock()
+	if f.err == nil {
+		ks.lastOK, ks.failedAt = began, time.Time{}
+	} else {
+		ks.failedAt = ks.now()
+	}
+	ks.inflight = nil
+	ks.mu.Unlock()
+	close(f.done)
+}
+
+// refresh fetches now (or joins the fetch under way) and waits for it,
+// ignoring the gap: for the background refresher.
+func (ks *keySet) refresh(ctx context.Context) error {
+	ks.mu.Lock()
+	f := ks.inflight
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		ks.inflight = f
+		go ks.run(context.WithoutCancel(ctx), f, ks.now())
+	}
+	ks.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fetch reads the set and publishes it; on failure the old set stays. ctx
+// is never a request's: see keySet.
 func (ks *keySet) fetch(ctx context.Context) error {
-	defer func() {
-		ks.mu.Lock()
-		ks.fetching = false
-		ks.mu.Unlock()
-	}()
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ks.url, nil)

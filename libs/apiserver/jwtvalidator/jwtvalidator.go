@@ -30,7 +30,7 @@ func New[A any](v *jwtauth.Verifier, fromClaims func(r *http.Request, c jwtauth.
 		c, err := v.Verify(r.Context(), token)
 		switch {
 		case errors.Is(err, jwtauth.ErrKeysUnavailable):
-			e := apiserver.NewError(http.StatusServiceUnavailable, "the token could not be checked; try again")
+			e := apiserver.NewError(http.StatusServiceUnavailable, "the identity provider's signing keys are unavailable, so the token could not be checked; try again")
 			e.Cause = err
 			return apiserver.AuthResult[A]{Err: e}
 		case errors.Is(err, jwtauth.ErrExpired):

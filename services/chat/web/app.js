@@ -27,7 +27,15 @@ function setStatus(text, cls) {
 }
 
 function showError(text) {
-  $("error").textContent = text || "";
+  $("error").textContent = localTimes(text || "");
+}
+
+// localTimes writes the UTC timestamps the server puts in its messages
+// ("timed out until 2026-12-07T14:22:00Z") in the reader's own time zone and
+// format.
+function localTimes(text) {
+  return text.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g,
+    (ts) => { const d = new Date(ts); return isNaN(d) ? ts : d.toLocaleString(); });
 }
 
 function token() {
@@ -253,7 +261,7 @@ function handle(ev) {
     case "user_timed_out":
       notice(ev.moderation.user.name + " was timed out by " + ev.moderation.by.name + (ev.moderation.reason ? ": " + ev.moderation.reason : ""));
       if (state.me && ev.moderation.user.id === state.me.id && ev.moderation.until) {
-        showError("you are timed out until " + new Date(ev.moderation.until).toLocaleTimeString());
+        showError("you are timed out until " + new Date(ev.moderation.until).toLocaleString());
       }
       moderation.logChanged();
       break;

@@ -1,7 +1,8 @@
 // Moderation on the chat page: what a moderator of the channel shown sees
 // (delete, timeout, ban and purge on each message, the shield switch, the
-// channel's modes, the review queue, the moderation log), and the shield
-// badge everyone sees.
+// channel's modes, the review queue, the moderation log; for the channel's
+// broadcaster also its moderators, named from a message and removed from a
+// list), and the shield badge everyone sees.
 // A viewer's page builds none of the controls, and the API refuses them
 // anyway. Loaded before app.js: it uses app.js's state, api and showError
 // only from functions called once both are loaded.
@@ -48,6 +49,8 @@ const moderation = (() => {
 
   const byId = (id) => document.getElementById(id);
   const isMod = () => role !== null && rank(role) >= rank("moderator");
+  // The channel's broadcaster names and removes its moderators (the roles API).
+  const isBroadcaster = () => role === "broadcaster";
   const channelPath = () => "channels/" + encodeURIComponent(state.channel);
 
   // el builds an element; props are set as properties (textContent, never
@@ -83,6 +86,9 @@ const moderation = (() => {
         el("button", { type: "button", textContent: "ban", title: "click twice: bans from this channel", data: { act: "ban" } }),
         el("button", { type: "button", textContent: "purge", title: "click twice: deletes this user's recent messages in this channel", data: { act: "purge" } }),
       );
+      if (isBroadcaster() && rank(m.user.role) < rank("moderator")) {
+        box.append(el("button", { type: "button", textContent: "make mod", title: "name this user a moderator of this channel", data: { act: "mod" } }));
+      }
     }
     if (box.childElementCount) li.append(box);
   }
@@ -126,6 +132,9 @@ const moderation = (() => {
         await api("POST", user + "/ban", { channel: ch, ...reason() });
       } else if (what === "purge") {
         await api("POST", "channels/" + encodeURIComponent(ch) + "/" + user + "/purge", reason());
+      } else if (what === "mod") {
+        await api("PUT", "channels/" + encodeURIComponent(ch) + "/roles/" + encodeURIComponent(m.user.id), { role: "moderator" });
+        refreshMods();
       }
       showError("");
       if (ch === state.channel) refreshLog(); // the page's own action: its entry is written
@@ -378,6 +387,46 @@ const moderation = (() => {
     }
   }
 
+  // refreshMods lists the channel's moderators, each with a remove button,
+  // for the broadcaster (GET /channels/{channel}/roles).
+  async function refreshMods() {
+    if (!isBroadcaster() || !byId("mods")) return;
+    const g = gen;
+    try {
+      const body = await api("GET", channelPath() + "/roles");
+      if (g !== gen || !byId("mods")) return;
+      const mods = (body.roles || []).filter((r) => r.role === "moderator");
+      byId("mods").replaceChildren(
+        ...mods.map((r) =>
+          el(
+            "li",
+            { data: { user: r.user_id } },
+            el("span", { className: "name", textContent: r.name }),
+            " ",
+            el("button", { type: "button", textContent: "remove", title: "back to viewer in this channel", data: { unmod: r.user_id } }),
+          ),
+        ),
+      );
+      byId("mods-empty").hidden = mods.length > 0;
+    } catch (e) {
+      fail("moderators", e);
+    }
+  }
+
+  async function unmod(btn) {
+    if (!isBroadcaster()) return;
+    btn.disabled = true;
+    try {
+      await api("DELETE", channelPath() + "/roles/" + encodeURIComponent(btn.dataset.unmod));
+      showError("");
+      refreshMods();
+      refreshLog();
+    } catch (e) {
+      fail("remove moderator", e);
+      btn.disabled = false;
+    }
+  }
+
   // buildPanel fills #moderation for a moderator.
   function buildPanel() {
     const panel = byId("moderation");
@@ -407,6 +456,17 @@ const moderation = (() => {
         el("label", {}, "timeout for ", timeout),
         el("label", {}, "reason ", el("input", { id: "mod-reason", maxLength: 500, placeholder: "optional, shown to everyone", autocomplete: "off" })),
       ),
+      ...(isBroadcaster()
+        ? [
+            el(
+              "section",
+              { id: "mod-mods" },
+              el("h3", { textContent: "moderators" }),
+              el("p", { id: "mods-empty", className: "status-note", textContent: "none yet: name one with a message's \u201cmake mod\u201d" }),
+              el("ul", { id: "mods" }),
+            ),
+          ]
+        : []),
       el("section", { id: "mod-held" }, el("h3", {}, "review queue ", el("span", { id: "held-count" })), el("ul", { id: "held" })),
       el("section", { id: "mod-modes" }, el("h3", { textContent: "modes" }), form),
       el(
@@ -444,6 +504,8 @@ const moderation = (() => {
   byId("moderation").addEventListener("click", (e) => {
     const btn = e.target.closest("button[data-held]");
     if (btn) review(btn);
+    const un = e.target.closest("button[data-unmod]");
+    if (un) unmod(un);
   });
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden && isMod()) {
@@ -458,7 +520,9 @@ const moderation = (() => {
       const was = isMod();
       role = r;
       if (isMod()) {
-        if (!was || !byId("modes-form")) buildPanel();
+        // The moderators' section is the broadcaster's only: rebuilt when the role changes.
+        if (!was || !byId("modes-form") || isBroadcaster() !== Boolean(byId("mod-mods"))) buildPanel();
+        refreshMods();
         loadChannel();
         refreshHeld();
         refreshLog();

@@ -222,3 +222,120 @@ func TestPlatformTokensOverHTTP(t *testing.T) {
 	}
 	t.Logf("300 unknown-kid requests in %s, %d JWKS fetches", time.Since(start), keys.fetches.Load()-before)
 }
+
+// TestJWKSDownSaysIdentityProvider (issue 41): while the identity
+// provider's keys cannot be fetched, a platform token is a 503 that names
+// the identity provider, not the chat store; the replica fetches the keys
+// in the background as soon as the URL answers, with no request waiting.
+func TestJWKSDownSaysIdentityProvider(t *testing.T) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	var fetches, served atomic.Int64
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		if down.Load() {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		served.Add(1)
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "platform-1", Algorithm: "RS256", Use: "sig"}}})
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"PORT": freePort(t), "CHAT_ADMIN_TOKEN": "identity-admin-token-0123", "RATE_LIMIT_MAX": "100000", "CHAT_JWKS_URL": srv.URL}
+	base := "http://" + serveChat(t, env)
+	tok := signed(t, jwt.SigningMethodRS256, "platform-1", k, jwt.MapClaims{"sub": "rs", "exp": time.Now().Add(time.Hour).Unix()})
+	me := func() (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/users/me", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&body)
+		return res.StatusCode, body
+	}
+	code, body := me()
+	msg, _ := body["message"].(string)
+	if code != http.StatusServiceUnavailable || body["reason"] != chat.ReasonKeysUnavailable || !strings.Contains(msg, "identity provider") || strings.Contains(msg, "store") {
+		t.Fatalf("keys down: %d %v; want 503 naming the identity provider's keys", code, body)
+	}
+	down.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for served.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not fetch the keys in the background once the URL answered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	n := fetches.Load()
+	if code, body := me(); code != http.StatusOK {
+		t.Fatalf("after the background fetch: %d %v", code, body)
+	}
+	if fetches.Load() != n {
+		t.Errorf("the first token after the background fetch fetched again")
+	}
+}
+
+// TestViewersCannotSquatChannels (issue 41): fifty platform (JWT) viewers
+// each open channels until the open pool is full; the administrator can
+// still name a broadcaster in a new channel, and a viewer writes there.
+func TestViewersCannotSquatChannels(t *testing.T) {
+	const max = 40
+	env := map[string]string{"PORT": freePort(t), "CHAT_ADMIN_TOKEN": "identity-admin-token-0123", "RATE_LIMIT_MAX": "1000000",
+		"CHAT_JWT_SECRET": testJWTSecret, "CHAT_MAX_CHANNELS": fmt.Sprint(max), "CHAT_SEND_LIMIT": "off"}
+	base := "http://" + serveChat(t, env)
+	do := func(method, path, token, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	viewer := func(i int) string {
+		return signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), jwt.MapClaims{"sub": fmt.Sprintf("squatter-%d", i), "exp": time.Now().Add(time.Hour).Unix()})
+	}
+	refused := 0
+	for i := 0; i < 50; i++ {
+		tok := viewer(i)
+		for j := 0; j < 2; j++ {
+			code, body := do(http.MethodPost, "/messages/send", tok, fmt.Sprintf(`{"channel":"squat-%d-%d","message":"mine"}`, i, j))
+			switch code {
+			case http.StatusCreated:
+			case http.StatusConflict:
+				refused++
+			default:
+				t.Fatalf("viewer %d: %d %v", i, code, body)
+			}
+		}
+	}
+	if refused != 100-max {
+		t.Errorf("%d first sends refused; want %d (the open pool holds %d)", refused, 100-max, max)
+	}
+	admin := env["CHAT_ADMIN_TOKEN"]
+	caster := signed(t, jwt.SigningMethodHS256, "", []byte(testJWTSecret), jwt.MapClaims{"sub": "caster", "exp": time.Now().Add(time.Hour).Unix()})
+	code, me := do(http.MethodGet, "/users/me", caster, "")
+	if code != http.StatusOK {
+		t.Fatalf("caster: %d %v", code, me)
+	}
+	if code, body := do(http.MethodPut, "/channels/the-show/roles/"+me["id"].(string), admin, `{"role":"broadcaster"}`); code != http.StatusOK {
+		t.Fatalf("the admin names a broadcaster after the squat: %d %v; want 200", code, body)
+	}
+	if code, body := do(http.MethodPost, "/messages/send", viewer(7), `{"channel":"the-show","message":"hello"}`); code != http.StatusCreated {
+		t.Fatalf("a viewer in the platform's new channel: %d %v", code, body)
+	}
+}

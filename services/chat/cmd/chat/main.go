@@ -55,6 +55,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "token":
 		return token(args, getenv, stdout, stderr)
 	}
+	if len(args) == 1 && (cmd == "serve" || cmd == "healthcheck") {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
+	}
 	if len(args) > 0 {
 		return fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q; see chat --help", cmd, args)
 	}
@@ -96,6 +103,9 @@ type App struct {
 	// stopRepair ends the engine's own background work and waits for it
 	// (nil when it has none; see openStore).
 	stopRepair func()
+	// stopKeys ends the background JWKS refresh (nil without platform
+	// tokens).
+	stopKeys func()
 }
 
 // Close stops the server (a no-op once it has stopped) and the engine's
@@ -108,6 +118,9 @@ func (a *App) Close() error {
 	}
 	if a.stopRepair != nil {
 		a.stopRepair()
+	}
+	if a.stopKeys != nil {
+		a.stopKeys()
 	}
 	errs = append(errs, a.Store.Close())
 	if a.Redis != nil {
@@ -164,7 +177,14 @@ func build(ctx context.Context, getenv func(string) string, logw io.Writer) (app
 	if err != nil {
 		return nil, fmt.Errorf("platform tokens: %w", err)
 	}
-	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities)}
+	if identities != nil {
+		// The JWKS is fetched now and kept fresh in the background, so no
+		// token waits on (or can be starved of) a fetch of its own.
+		stopKeys := runUntilStopped(identities.Refresh)
+		app.stopKeys = stopKeys
+		closers = append(closers, func() error { stopKeys(); return nil })
+	}
+	opts := chat.Options{PublicRead: cfg.PublicRead, Logger: app.Log, Limits: cfg.Limits, SendLimit: cfg.SendLimit, Identities: jwtidentity.New(identities), ClosedChannels: !cfg.OpenChannels}
 	if cfg.SendHook.URL != "" {
 		if opts.SendHook, err = sendhook.New(cfg.SendHook.URL, cfg.SendHook.Secret, cfg.SendHook.Timeout); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ const usage = `usage: chat [serve | healthcheck | token | help]
 
 Subcommands:
   serve         Run the chat service (the default): the HTTP API under /api/v1,
-                live delivery over WebSocket (/api/v1/ws), the chat page (/chat),
+                live delivery over WebSocket (/api/v1/ws), the chat page (/),
                 /docs, /healthz, /readyz and /metrics.
   healthcheck   Ask the local /healthz (PORT, HOST) and exit 0 on 200, else 1
                 (Docker images have no shell or curl).
@@ -26,6 +27,9 @@ Subcommands:
                 Print a development platform token: an HS256 JWT for the user
                 ID, signed with CHAT_JWT_SECRET, with CHAT_JWT_ISSUER and
                 CHAT_JWT_AUDIENCE as iss and aud when set. --ttl is 1m..24h.
+                On a terminal it ends without a newline, so that a terminal's
+                carriage return never joins the token (docker-compose exec
+                without -T); piped, it ends with one.
   help          Print this help (also -h, --help).
 
 Environment (configuration comes only from the environment):
@@ -47,6 +51,8 @@ Environment (configuration comes only from the environment):
   CHAT_EMBED_ORIGINS      origins allowed to hand the chat page a token by
                           postMessage (comma list; default: the page's own origin)
   CHAT_HISTORY (1000), CHAT_PUBLIC_READ (true), CHAT_SEND_LIMIT (20/30s)
+  CHAT_OPEN_CHANNELS (true: a viewer's first message opens a channel, in a
+                          pool of its own; idle ones are reclaimed after 1h)
   CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS, CHAT_MAX_CHANNELS,
   CHAT_MAX_CHANNEL_ROLES
   CHAT_WS_MAX_SOCKETS, CHAT_WS_USER_RESERVE_PERCENT, CHAT_WS_MAX_SOCKETS_PER_USER,
@@ -68,8 +74,15 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	sub := fs.String("sub", "", "the platform user id (sub claim; required)")
 	name := fs.String("name", "", "the display name (name claim)")
 	ttl := fs.Duration("ttl", time.Hour, "how long the token is valid (1m..24h)")
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, tokenUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
+		return fmt.Errorf("token: %w (chat token --help)", err)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -98,6 +111,31 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
-	_, err = fmt.Fprintln(stdout, s)
+	// A terminal turns the newline into CR LF (a TTY's output processing), and
+	// $(docker-compose exec chat /chat token ...) would keep the CR in the token: on a
+	// terminal the token is printed alone.
+	if !isTerminal(stdout) {
+		s += "\n"
+	}
+	_, err = io.WriteString(stdout, s)
 	return err
+}
+
+const tokenUsage = `usage: chat token --sub ID [--name NAME] [--ttl 1h]
+
+Print a development platform token (an HS256 JWT) for the user ID, signed with
+CHAT_JWT_SECRET (with CHAT_JWT_ISSUER and CHAT_JWT_AUDIENCE as iss and aud when set).
+Under compose: docker-compose exec -T chat /chat token --sub alice --name Alice
+
+`
+
+// isTerminal reports whether w is a character device (a terminal), the way a shell's
+// test -t does without an ioctl.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -71,6 +71,7 @@ const (
 	unavailableMessage    = "The chat store is unavailable; nothing was changed. Retry shortly."
 	outcomeUnknownMessage = "The chat store did not answer in time: the change may have been made. " +
 		"Retry a send with the same Idempotency-Key (it is stored once); read other changes back before repeating them."
+	keysUnavailableMessage = "The identity provider's signing keys are unavailable, so the token could not be checked; nothing was changed. Retry shortly."
 )
 
 // For maps err, or the domain error it wraps, to its answer; ok is false
@@ -87,7 +88,9 @@ const (
 //	unprocessable 422 reason (an idempotency key used with another message)
 //	slow_mode    429 reason slow_mode or send_limit; retry_after_seconds, Retry-After
 //	unavailable  503 retry_after_seconds 1, Retry-After: 1; nothing was changed,
-//	             unless reason outcome_unknown: the write may have been made
+//	             unless reason outcome_unknown: the write may have been made;
+//	             reason identity_keys_unavailable: a platform token could not
+//	             be checked (the identity provider's keys), not the store
 //
 // A context deadline or cancellation that is no domain error (a request's,
 // which expired, or whose client went away, while the store worked) is a
@@ -152,8 +155,11 @@ func For(err error, in string) (Answer, bool) {
 		a.Status = http.StatusUnprocessableEntity
 	case chat.KindUnavailable:
 		a.Status, a.Message, a.RetryAfter = http.StatusServiceUnavailable, unavailableMessage, 1
-		if de.Reason == chat.ReasonOutcomeUnknown {
+		switch de.Reason {
+		case chat.ReasonOutcomeUnknown:
 			a.Message = outcomeUnknownMessage
+		case chat.ReasonKeysUnavailable:
+			a.Message = keysUnavailableMessage
 		}
 	default:
 		return Internal, false

@@ -136,7 +136,7 @@ func (s *Service) refuse(ctx context.Context, m Member, f *Filter, now time.Time
 		e := filterHit(m, f, p.Ladder[i], now)
 		p.Ladder[i].Log = &e
 	}
-	if err := s.claimChannel(ctx, channel); err != nil {
+	if err := s.claimFor(ctx, m, channel, now); err != nil {
 		return err
 	}
 	done, err := s.store.Punish(ctx, p)

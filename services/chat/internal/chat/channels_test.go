@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -394,4 +395,84 @@ func testChannelFilterActions(t *testing.T, e engine) {
 		t.Fatalf("alpha's queue = %+v", hs)
 	}
 	must[chat.Message](t)(c.svc.ApproveHeld(c.ctx, c.bob, "alpha", r.Held.ID))
+}
+
+// testOpenChannels (issue 41): viewers' first messages open channels in a
+// pool of their own, so however many viewers squat new names the
+// platform can still make channels; an open channel idle for
+// OpenChannelIdle gives its place to a new one, and one written to keeps
+// it; the platform's act in an open channel makes it the platform's.
+func testOpenChannels(t *testing.T, e engine) {
+	const max = 3
+	en := newEnvLimits(t, e, 1000, true, chat.Limits{Channels: max})
+	admin := en.users[chat.RoleBroadcaster]
+	viewers := make([]chat.User, 6)
+	for i := range viewers {
+		viewers[i] = en.newUser(fmt.Sprintf("squatter%d", i), chat.RoleViewer)
+	}
+	sendIn := func(u chat.User, channel string) error {
+		_, err := en.svc.Send(en.ctx, chat.Held(u), chat.SendInput{Channel: channel, Message: "hi " + channel})
+		return err
+	}
+	for i, u := range viewers[:max] {
+		if err := sendIn(u, fmt.Sprintf("squat%d", i)); err != nil {
+			t.Fatalf("open channel %d: %v", i, err)
+		}
+	}
+	for i, u := range viewers[max:] {
+		wantLimit(t, sendIn(u, fmt.Sprintf("more%d", i)), max, "CHAT_MAX_CHANNELS")
+	}
+	// The platform's channels are untouched by the squatters: the admin
+	// names a broadcaster in new channels up to the limit.
+	bc := en.newUser("caster", chat.RoleViewer)
+	for i := 0; i < max; i++ {
+		must[chat.Member](t)(en.svc.SetChannelRole(en.ctx, admin, fmt.Sprintf("show%d", i), bc.ID, chat.RoleBroadcaster))
+	}
+	// Viewers write in the platform's channels and in open ones.
+	if err := sendIn(viewers[4], "show0"); err != nil {
+		t.Fatalf("a viewer in the platform's channel: %v", err)
+	}
+	if err := sendIn(viewers[5], "squat0"); err != nil {
+		t.Fatalf("a viewer in an open channel: %v", err)
+	}
+	// Idle open channels are reclaimed; squat0 was written to just now.
+	en.clock.Advance(chat.OpenChannelIdle - time.Minute)
+	if err := sendIn(viewers[0], "squat0"); err != nil {
+		t.Fatal(err)
+	}
+	en.clock.Advance(2 * time.Minute)
+	if err := sendIn(viewers[3], "fresh1"); err != nil {
+		t.Fatalf("a new open channel once idle ones are reclaimed: %v", err)
+	}
+	if err := sendIn(viewers[4], "fresh2"); err != nil {
+		t.Fatalf("a second new open channel: %v", err)
+	}
+	wantLimit(t, sendIn(viewers[5], "fresh3"), max, "CHAT_MAX_CHANNELS")
+	if err := sendIn(viewers[1], "squat0"); err != nil {
+		t.Fatalf("the open channel written to kept its place: %v", err)
+	}
+	// A second replica sees the same pools.
+	if en.second != nil {
+		wantLimit(t, func() error {
+			_, err := en.second().Send(en.ctx, chat.Held(viewers[2]), chat.SendInput{Channel: "fresh4", Message: "x"})
+			return err
+		}(), max, "CHAT_MAX_CHANNELS")
+	}
+}
+
+// testClosedChannels: with CHAT_OPEN_CHANNELS off a viewer writes only
+// where the platform made a channel.
+func testClosedChannels(t *testing.T, e engine) {
+	en := newEnvOptions(t, e, 1000, chat.Options{PublicRead: true, ClosedChannels: true})
+	admin, v := en.users[chat.RoleBroadcaster], en.users[chat.RoleViewer]
+	_, err := en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "nowhere", Message: "hi"})
+	wantKind(t, err, chat.KindNotFound)
+	if h := must[chat.Cursor](t)(en.store.Head(en.ctx, "nowhere")); h != (chat.Cursor{}) {
+		t.Fatalf("a refused open channel has events: %v", h)
+	}
+	bc := en.newUser("caster", chat.RoleViewer)
+	must[chat.Member](t)(en.svc.SetChannelRole(en.ctx, admin, "show", bc.ID, chat.RoleBroadcaster))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "show", Message: "hi"}))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(admin), chat.SendInput{Channel: "news", Message: "the platform opens it"}))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "news", Message: "hi"}))
 }

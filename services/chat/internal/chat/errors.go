@@ -147,6 +147,18 @@ func OutcomeUnknown(op string, err error) error {
 	return &Error{Kind: KindUnavailable, Reason: ReasonOutcomeUnknown, Message: "no answer from the store during " + op, Err: err}
 }
 
+// ReasonKeysUnavailable is the Reason of an Unavailable error that is no
+// store's: the identity provider's signing keys (CHAT_JWKS_URL) have not
+// been fetched, so a platform token could not be checked. Nothing was
+// changed; the client retries shortly.
+const ReasonKeysUnavailable = "identity_keys_unavailable"
+
+// KeysUnavailable wraps a platform token that could not be checked
+// because the identity provider's keys are not at hand.
+func KeysUnavailable(err error) error {
+	return &Error{Kind: KindUnavailable, Reason: ReasonKeysUnavailable, Message: "identity provider keys unavailable", Err: err}
+}
+
 // validation collects field errors so a client learns every problem at once.
 type validation struct{ fields []FieldError }
 

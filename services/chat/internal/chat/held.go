@@ -49,7 +49,7 @@ type HeldMessage struct {
 // hold puts a message in the review queue; the send's answer carries it.
 func (s *Service) hold(ctx context.Context, m Member, text, reason, filterID string, now time.Time, w Watch) (SendResult, error) {
 	channel := m.Channel
-	if err := s.claimChannel(ctx, channel); err != nil {
+	if err := s.claimFor(ctx, m, channel, now); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	h := HeldMessage{Channel: channel, User: m.Ref(), Text: text, Reason: reason, FilterID: filterID,

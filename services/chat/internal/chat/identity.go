@@ -90,7 +90,7 @@ func (s *Service) AuthenticateSession(ctx context.Context, token string) (Sessio
 	c, err := s.identities.Verify(ctx, token)
 	switch {
 	case errors.Is(err, ErrIdentityUnavailable):
-		return Session{}, Unavailable("authenticate", err)
+		return Session{}, KeysUnavailable(err)
 	case errors.Is(err, ErrIdentityExpired):
 		return Session{}, &Error{Kind: KindUnauthorized, Message: "token expired"}
 	case err != nil:

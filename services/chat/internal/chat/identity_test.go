@@ -77,7 +77,7 @@ func testPlatformUsers(t *testing.T, e engine) {
 	}
 	// Absent or invalid names are derived from sub, the same each time.
 	var derived string
-	for _, name := range []string{"", "has space", "bot", "x", "émile"} {
+	for _, name := range []string{"", "has space", "bot", "automod", "AutoMod", "x", "émile"} {
 		u := auth(platformToken(t, "platform|9", name, exp)).User
 		if !strings.HasPrefix(u.Name, "user_") || (derived != "" && u.Name != derived) {
 			t.Fatalf("name %q: %+v", name, u)
@@ -140,5 +140,15 @@ func testPlatformUsers(t *testing.T, e engine) {
 	must[struct{}](t)(struct{}{}, en.svc.DeleteUser(en.ctx, b, s.User.ID))
 	if u := auth(platformToken(t, "platform|42", "Alice_Renamed", exp)).User; u.Role != chat.RoleViewer || u.Name != "Alice_Renamed" {
 		t.Fatalf("after delete: %+v", u)
+	}
+}
+
+// TestSystemNamesAreReserved (issue 41): nobody may be named as the
+// chat's own signers (bot, automod), in any letter case.
+func TestSystemNamesAreReserved(t *testing.T) {
+	en := newEnv(t, memoryEngine(), 1000, true)
+	for _, name := range []string{"bot", "automod", "AutoMod", "AUTOMOD"} {
+		_, _, err := en.svc.CreateUser(en.ctx, en.users[chat.RoleBroadcaster], chat.CreateUserInput{Name: name})
+		wantKind(t, err, chat.KindInvalid)
 	}
 }

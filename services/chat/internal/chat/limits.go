@@ -63,6 +63,7 @@ const (
 	QuotaRegexFilters Quota = "regex filters"
 	QuotaCommands     Quota = "commands"
 	QuotaChannels     Quota = "channels"
+	QuotaOpenChannels Quota = "open channels"
 	QuotaChannelRoles Quota = "roles in a channel"
 )
 
@@ -74,6 +75,7 @@ var quotaText = map[Quota]struct{ variable, then string }{
 	QuotaRegexFilters: {"CHAT_MAX_REGEX_FILTERS", "delete a regex filter first, or use a blocked_term"},
 	QuotaCommands:     {"CHAT_MAX_COMMANDS", "delete a command first"},
 	QuotaChannels:     {"CHAT_MAX_CHANNELS", "use an existing channel"},
+	QuotaOpenChannels: {"CHAT_MAX_CHANNELS, for channels viewers opened", "use an existing channel, or wait for an idle one to be reclaimed"},
 	QuotaChannelRoles: {"CHAT_MAX_CHANNEL_ROLES", "take a role back first"},
 	QuotaHeld:         {"per channel, fixed", "wait for a moderator to review the queue"},
 }

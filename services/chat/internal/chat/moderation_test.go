@@ -255,6 +255,15 @@ func testChannelModes(t *testing.T, e engine) {
 	if ferr := wantKind(t, err, chat.KindSlowMode); ferr.Reason != "unique_chat" || ferr.RetryAfter != chat.UniqueChatWindow {
 		t.Fatalf("unique chat = %+v", ferr)
 	}
+	// Under the filters' folding (issue 41): runs of spaces, fullwidth
+	// forms, Cyrillic look-alikes and zero-width characters are the same
+	// text.
+	for _, same := range []string{"hello  again", "ｈｅｌｌｏ　ａｇａｉｎ", "h\u0435ll\u043e again", "hel\u200blo again"} {
+		_, err = en.sendIn(veteran, "", same)
+		if ferr := wantKind(t, err, chat.KindSlowMode); ferr.Reason != "unique_chat" {
+			t.Fatalf("unique chat for %q = %+v", same, ferr)
+		}
+	}
 	en.send(veteran, "something new")
 	en.clock.Advance(chat.UniqueChatWindow)
 	en.send(veteran, "hello again")
@@ -415,17 +424,26 @@ func testAutoShieldBlocked(t *testing.T, e engine) {
 			t.Fatalf("not held: %+v", r)
 		}
 	}
+	// One account's refused messages count once (issue 41): thirty of
+	// them within the window do not switch shield on for everybody.
+	for i := range 30 {
+		_, err := en.sendIn(regulars[0], "spammed", fmt.Sprintf("spam alone %d", i))
+		wantKind(t, err, chat.KindBlocked)
+	}
+	if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); c.ShieldOn(en.clock.Now()) {
+		t.Fatalf("one account's 30 blocked messages tripped the shield: %+v", c)
+	}
 	for i := range 3 {
 		if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); c.ShieldOn(en.clock.Now()) {
-			t.Fatalf("shield on after %d blocked messages", i)
+			t.Fatalf("shield on after %d blocked senders", i)
 		}
-		_, err := en.sendIn(regulars[i%2], "spammed", fmt.Sprintf("spam %d", i))
+		_, err := en.sendIn(regulars[i], "spammed", fmt.Sprintf("spam %d", i))
 		wantKind(t, err, chat.KindBlocked)
 		en.clock.Advance(time.Second)
 	}
 	c = must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed"))
 	if !c.ShieldOn(en.clock.Now()) {
-		t.Fatalf("3 blocked messages within a minute did not trip: %+v", c)
+		t.Fatalf("3 blocked senders within a minute did not trip: %+v", c)
 	}
 	evs := en.events("spammed")[chat.EventShieldMode]
 	if len(evs) != 1 || !evs[0].Shield.Auto || !strings.Contains(evs[0].Shield.Reason, "blocked") {
@@ -444,12 +462,13 @@ func testAutoShieldBlocked(t *testing.T, e engine) {
 	// The default: DefaultAutoShieldBlocked refused messages within a
 	// minute, and not one fewer.
 	patch(t, en, "spammed", chat.ChannelPatch{AutoShieldBlocked: ptr(0)})
+	spammers := raiders(en, "spammer", chat.DefaultAutoShieldBlocked)
 	en.clock.Advance(chat.AutoShieldWindow)
 	for i := range chat.DefaultAutoShieldBlocked {
 		if c := must[chat.Channel](t)(en.svc.Channel(en.ctx, nil, "spammed")); c.ShieldOn(en.clock.Now()) {
 			t.Fatalf("shield on after %d blocked messages", i)
 		}
-		_, err := en.sendIn(regulars[i%3], "spammed", fmt.Sprintf("spam again %d", i))
+		_, err := en.sendIn(spammers[i], "spammed", fmt.Sprintf("spam again %d", i))
 		wantKind(t, err, chat.KindBlocked)
 		en.clock.Advance(time.Second)
 	}

@@ -120,6 +120,10 @@ type Raid struct {
 	Event     Event
 	// Log is the shield_on entry recorded with Event.
 	Log ModEntry
+	// Sender is whose refused message Store.CountBlocked counts: the count
+	// is of distinct senders within the window, so one account's refused
+	// messages count once.
+	Sender string
 }
 
 // ShieldChange is the payload of a shield_mode event.
@@ -151,7 +155,7 @@ func blockedFor(c Channel, channel string, now time.Time) *Raid {
 		return nil
 	}
 	return shieldTrip(c, channel, now, c.blockedThreshold(),
-		fmt.Sprintf("%d messages blocked by filters within %s", c.blockedThreshold(), AutoShieldWindow))
+		fmt.Sprintf("%d senders blocked by filters within %s", c.blockedThreshold(), AutoShieldWindow))
 }
 
 func shieldTrip(c Channel, channel string, now time.Time, threshold int, reason string) *Raid {
@@ -218,6 +222,7 @@ func (s *Service) countBlocked(ctx context.Context, m Member, c Channel, now tim
 	if r == nil {
 		return
 	}
+	r.Sender = m.User.ID
 	if err := s.store.CountBlocked(ctx, m.Channel, *r); err != nil {
 		s.log.WarnContext(ctx, "raid watch: count a blocked message", "channel", m.Channel, "err", err)
 	}

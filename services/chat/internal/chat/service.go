@@ -26,6 +26,9 @@ type Options struct {
 	// Identities checks the platform's tokens (CHAT_JWT_SECRET,
 	// CHAT_JWKS_URL; see jwtidentity); nil accepts chat tokens only.
 	Identities Identities
+	// ClosedChannels turns CHAT_OPEN_CHANNELS off: a viewer's message
+	// cannot open a channel (see openchannels.go).
+	ClosedChannels bool
 	// SendHook, when set, judges every send before it is stored
 	// (CHAT_SEND_HOOK_URL); SendHookFailOpen lets a send through when it
 	// does not answer (CHAT_SEND_HOOK_FAIL=open).
@@ -47,7 +50,10 @@ type Service struct {
 	limits     Limits
 	sendLimit  SendLimit
 	claimed    claimedChannels
+	open       openChannels
 	identities Identities
+	// openChannels is CHAT_OPEN_CHANNELS.
+	openChannels bool
 
 	sendHook         SendHook
 	sendHookFailOpen bool
@@ -66,7 +72,7 @@ func NewService(store Store, opts Options) *Service {
 	}
 	return &Service{store: store, now: opts.Now, publicRead: opts.PublicRead, log: opts.Logger,
 		limits: opts.Limits.WithDefaults(), sendLimit: opts.SendLimit, identities: opts.Identities, filters: map[string]*compiledFilter{},
-		sendHook: opts.SendHook, sendHookFailOpen: opts.SendHookFailOpen}
+		openChannels: !opts.ClosedChannels, sendHook: opts.SendHook, sendHookFailOpen: opts.SendHookFailOpen}
 }
 
 // Limits returns the limits in force.

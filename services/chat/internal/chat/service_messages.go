@@ -196,7 +196,7 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 	if checkModes && modes.FirstMessageReview && !st.Chatter {
 		return s.hold(ctx, member, text, HeldFirstMessage, "", now, watch)
 	}
-	if err := s.claimChannel(ctx, channel); err != nil {
+	if err := s.claimFor(ctx, member, channel, now); err != nil {
 		return SendResult{}, fmt.Errorf("send: %w", err)
 	}
 	// Slow mode and unique chat are gates passed in the same step as the
@@ -242,10 +242,34 @@ func (s *Service) Send(ctx context.Context, from Sender, in SendInput) (SendResu
 }
 
 // uniqueGate is unique chat's gate for a sender and a text: closed for
-// UniqueChatWindow once the text is stored. Case and surrounding spaces
-// do not make a text new.
+// UniqueChatWindow once the text is stored. The text is compared as
+// filters see it (uniqueForm): case, look-alike letters, fullwidth forms,
+// invisible characters and runs of spaces do not make a text new.
 func uniqueGate(channel, user, text string) Gate {
-	return Gate{Channel: channel, Key: "uniq:" + user + ":" + fingerprint(strings.ToLower(strings.TrimSpace(text))), For: UniqueChatWindow}
+	return Gate{Channel: channel, Key: "uniq:" + user + ":" + fingerprint(uniqueForm(text)), For: UniqueChatWindow}
+}
+
+// uniqueForm is text under the filters' folding (NFKC-like width and
+// compatibility folding, TR39 skeleton, zero-width characters dropped),
+// with every run of spaces one space and none at either end.
+func uniqueForm(text string) string {
+	nt := normalize(text)
+	sk := nt.skeleton().runes
+	var b strings.Builder
+	b.Grow(len(sk))
+	space := false
+	for _, r := range sk {
+		if r == ' ' {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func uniqueRefused(wait time.Duration) error {

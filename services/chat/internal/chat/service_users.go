@@ -25,11 +25,17 @@ func validateUserName(name string) error {
 			return Invalid("name", "use letters a-z, digits and '_'")
 		}
 	}
-	if strings.EqualFold(name, BotUser.Name) {
-		return Invalid("name", "reserved for the bot")
+	for _, sys := range systemUsers {
+		if strings.EqualFold(name, sys.Name) {
+			return Invalid("name", "reserved for the system ("+sys.Name+" signs the chat's own messages and moderation)")
+		}
 	}
 	return nil
 }
+
+// systemUsers are the names the chat signs with: nobody may take one, so
+// no user can pass for the bot's replies or automod's actions.
+var systemUsers = []UserRef{BotUser, AutomodUser}
 
 // CreateUser adds a user (broadcaster) and returns its bearer token, which
 // is shown only this once: only its hash is stored.

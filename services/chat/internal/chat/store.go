@@ -120,6 +120,16 @@ type ChannelStore interface {
 	// with LimitReached(QuotaChannels, max) once max channels exist (max
 	// <= 0: no limit). The count and the insert are one atomic step.
 	ClaimChannel(ctx context.Context, name string, max int) error
+	// ClaimOpenChannel is ClaimChannel for a viewer's write under
+	// CHAT_OPEN_CHANNELS (see OpenClaim): a channel the platform claimed,
+	// or an open one (whose last write becomes c.Now), passes; a new
+	// open channel is created only when c.Create, after the open channels
+	// idle for c.Idle are reclaimed, and fails with
+	// LimitReached(QuotaOpenChannels, c.Max) once c.Max open channels
+	// exist; without c.Create it is NotFound. Open channels never count
+	// against ClaimChannel's max, so viewers cannot deny channels to the
+	// platform; ClaimChannel on an open channel makes it the platform's.
+	ClaimOpenChannel(ctx context.Context, name string, c OpenClaim) error
 	// Channel returns the settings of a channel (defaults when never set).
 	Channel(ctx context.Context, name string) (Channel, error)
 	// SaveChannel saves what a moderator sets; Shield and ShieldUntil

@@ -191,6 +191,8 @@ func runSuite(t *testing.T, e engine) {
 		{"ChannelModeration", testChannelModeration},
 		{"ChannelCommandsAndFilters", testChannelCommandsAndFilters},
 		{"ChannelOwnersAreChannels", testChannelOwnersAreChannels},
+		{"OpenChannels", testOpenChannels},
+		{"ClosedChannels", testClosedChannels},
 		{"ChannelFilterActions", testChannelFilterActions},
 		{"FilterActions", testFilterActions},
 		{"Hold", testHold},
@@ -1206,14 +1208,15 @@ func testLimits(t *testing.T, e engine) {
 	must[struct{}](t)(struct{}{}, en.svc.DeleteCommand(en.ctx, mod, "", "two"))
 	must[chat.Command](t)(en.svc.CreateCommand(en.ctx, mod, chat.CommandInput{Command: "three", Response: "hi"}))
 
-	// Channels: two exist once written to; a third cannot be written by a
-	// send, a settings change or a moderation announcement, and nothing is
-	// stored in it. The first two keep working.
-	en.send(v, "in general")
-	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "two", Message: "in two"}))
-	_, err = en.svc.Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "three", Message: "in three"})
-	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
+	// Channels: two exist once the platform acts there; a third cannot be
+	// written by a send, a settings change or a moderation announcement,
+	// and nothing is stored in it. The first two keep working. (Viewers'
+	// open channels are a pool of their own: testOpenChannels.)
 	slow := 5
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Message: "in general"}))
+	must[chat.SendResult](t)(en.svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Channel: "two", Message: "in two"}))
+	_, err = en.svc.Send(en.ctx, chat.Held(mod), chat.SendInput{Channel: "three", Message: "in three"})
+	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
 	_, err = en.svc.UpdateChannel(en.ctx, mod, "three", chat.ChannelPatch{SlowModeSeconds: &slow})
 	wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
 	_, err = en.svc.Timeout(en.ctx, mod, v.ID, chat.TimeoutInput{Seconds: 5, Channel: "three"})
@@ -1228,7 +1231,7 @@ func testLimits(t *testing.T, e engine) {
 	must[chat.Channel](t)(en.svc.UpdateChannel(en.ctx, mod, "general", chat.ChannelPatch{SlowModeSeconds: &slow}))
 	// A second instance (another replica) sees the same count.
 	if en.second != nil {
-		_, err = en.second().Send(en.ctx, chat.Held(v), chat.SendInput{Channel: "four", Message: "x"})
+		_, err = en.second().Send(en.ctx, chat.Held(mod), chat.SendInput{Channel: "four", Message: "x"})
 		wantLimit(t, err, 2, "CHAT_MAX_CHANNELS")
 	}
 }

@@ -58,6 +58,10 @@ type Config struct {
 	AdminTokenGenerated bool
 	History             int
 	PublicRead          bool
+	// OpenChannels is CHAT_OPEN_CHANNELS (default true): a viewer's first
+	// message to a new name opens a channel, in a pool of its own (see
+	// chat/openchannels.go).
+	OpenChannels bool
 	// Limits are CHAT_MAX_FILTERS, CHAT_MAX_REGEX_FILTERS, CHAT_MAX_COMMANDS,
 	// CHAT_MAX_CHANNELS and CHAT_MAX_CHANNEL_ROLES.
 	Limits chat.Limits
@@ -269,7 +273,7 @@ func LoadSettings(getenv func(string) string) (apiserver.Settings, error) {
 // Load reads the configuration from getenv (os.Getenv in production, a map
 // in tests).
 func Load(getenv func(string) string) (Config, error) {
-	c := Config{History: chat.DefaultHistory, PublicRead: true, Limits: chat.Limits{}.WithDefaults(), SendLimit: chat.DefaultSendLimit}
+	c := Config{History: chat.DefaultHistory, PublicRead: true, OpenChannels: true, Limits: chat.Limits{}.WithDefaults(), SendLimit: chat.DefaultSendLimit}
 	var errs []error
 	bad := func(name, value, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, value, want)) }
 
@@ -312,6 +316,13 @@ func Load(getenv func(string) string) (Config, error) {
 			bad("CHAT_SEND_LIMIT", v, err.Error())
 		}
 		c.SendLimit = l
+	}
+	if v := getenv("CHAT_OPEN_CHANNELS"); v != "" {
+		b, err := apiserver.ParseBool(v)
+		if err != nil {
+			bad("CHAT_OPEN_CHANNELS", v, err.Error())
+		}
+		c.OpenChannels = b
 	}
 	if v := getenv("CHAT_PUBLIC_READ"); v != "" {
 		b, err := apiserver.ParseBool(v)

@@ -120,7 +120,9 @@ func (a *API) send(c *apiserver.Context[chat.User], in *SendInput) (sendAnswer, 
 	}
 	if res.Held != nil {
 		h := heldOf(*res.Held)
-		return sendAnswer{Status: http.StatusAccepted, Body: SentMessage{Message: Message{Channel: h.Channel, User: h.User,
+		// The id is the review id, as held.id: a client keying messages by id has one that
+		// names this message (0 named none); held says it is not a stored message's.
+		return sendAnswer{Status: http.StatusAccepted, Body: SentMessage{Message: Message{ID: h.ID, Channel: h.Channel, User: h.User,
 			Text: h.Text, CreatedAt: h.CreatedAt}, Held: &h}}, nil
 	}
 	out := sendAnswer{Body: SentMessage{Message: messageOf(res.Message)}}

@@ -57,7 +57,7 @@ func TestModerationOverHTTP(t *testing.T) {
 		if err := json.Unmarshal(r.Raw, &held); err != nil {
 			t.Fatal(err)
 		}
-		if held.Held == nil || held.Held.ID == 0 || held.ID != 0 || held.Held.Text != "maybe this" {
+		if held.Held == nil || held.Held.ID == 0 || held.ID != held.Held.ID || held.Held.Text != "maybe this" {
 			t.Fatalf("held answer = %s", r.Raw)
 		}
 		second := send(viewer, "", "maybe not")

@@ -53,7 +53,7 @@ type MessagePage struct {
 type SentMessage struct {
 	Message
 	Reply *Message     `json:"reply,omitempty" doc:"The bot's reply when the message triggered a command (stored and delivered like any message)"`
-	Held  *HeldMessage `json:"held,omitempty" doc:"Answered 202: the message waits for review and nothing was stored (id is 0); a moderator approves or denies it"`
+	Held  *HeldMessage `json:"held,omitempty" doc:"Answered 202: the message waits for review and nothing was stored; the body's id is then the review id (held.id, not a message id: the message gets one when a moderator approves it)"`
 }
 
 // HeldMessage is a message waiting in a channel's review queue.

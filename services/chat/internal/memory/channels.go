@@ -17,6 +17,35 @@ func (s *Store) ClaimChannel(_ context.Context, name string, max int) error {
 		return chat.LimitReached(chat.QuotaChannels, max)
 	}
 	s.claimed[name] = struct{}{}
+	delete(s.open, name)
+	return nil
+}
+
+// ClaimOpenChannel implements chat.Store.
+func (s *Store) ClaimOpenChannel(_ context.Context, name string, c chat.OpenClaim) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.claimed[name]; ok {
+		return nil
+	}
+	if _, ok := s.open[name]; ok {
+		s.open[name] = c.Now
+		return nil
+	}
+	if !c.Create {
+		return chat.NotFound("channel " + name)
+	}
+	if c.Max > 0 && len(s.open) >= c.Max {
+		for n, at := range s.open {
+			if c.Now.Sub(at) > c.Idle {
+				delete(s.open, n)
+			}
+		}
+		if len(s.open) >= c.Max {
+			return chat.LimitReached(chat.QuotaOpenChannels, c.Max)
+		}
+	}
+	s.open[name] = c.Now
 	return nil
 }
 

@@ -34,12 +34,12 @@ type channel struct {
 	trimmed chat.Cursor
 
 	// chatters have sent in the channel; raid holds the first-time
-	// chatters the raid watch counted, by when, and blocked when the
-	// refused messages it counted came; shieldOff is until when a
-	// moderator keeps it from tripping.
+	// chatters the raid watch counted, by when, and blocked the senders
+	// of the refused messages it counted, by the last one's time;
+	// shieldOff is until when a moderator keeps it from tripping.
 	chatters  map[string]struct{}
 	raid      map[string]time.Time
-	blocked   []time.Time
+	blocked   map[string]time.Time
 	shieldOff time.Time
 	// held is the review queue, by id.
 	held    map[int64]chat.HeldMessage
@@ -56,7 +56,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	channels map[string]*channel
-	claimed  map[string]struct{} // channels counted against the channel limit
+	claimed  map[string]struct{}  // channels counted against the channel limit
+	open     map[string]time.Time // open channels (chat.OpenClaim) by last write
 	users    map[string]chat.User
 	names    map[string]string // lower-case name -> id
 	tokens   map[string]string // token hash -> id
@@ -89,6 +90,7 @@ func New(history int) *Store {
 		epoch:     newEpoch(),
 		channels:  map[string]*channel{},
 		claimed:   map[string]struct{}{},
+		open:      map[string]time.Time{},
 		users:     map[string]chat.User{},
 		names:     map[string]string{},
 		tokens:    map[string]string{},

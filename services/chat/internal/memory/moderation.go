@@ -118,16 +118,15 @@ func (s *Store) CountBlocked(_ context.Context, name string, r chat.Raid) error 
 	defer s.mu.Unlock()
 	c := s.channel(name)
 	since := r.Now.Add(-chat.AutoShieldWindow)
-	kept := c.blocked[:0]
-	for _, at := range c.blocked {
-		if at.After(since) {
-			kept = append(kept, at)
+	if c.blocked == nil {
+		c.blocked = map[string]time.Time{}
+	}
+	for u, at := range c.blocked {
+		if !at.After(since) {
+			delete(c.blocked, u)
 		}
 	}
-	c.blocked = append(kept, r.Now)
-	if over := len(c.blocked) - r.Threshold; over > 0 {
-		c.blocked = append(c.blocked[:0], c.blocked[over:]...)
-	}
+	c.blocked[r.Sender] = r.Now
 	if len(c.blocked) >= r.Threshold {
 		s.tripShield(c, r)
 	}
@@ -163,7 +162,7 @@ func (s *Store) SwitchShield(_ context.Context, name string, sw chat.ShieldSwitc
 		c.settings.ShieldUntil = nil
 		c.shieldOff = sw.HoldOff
 		clear(c.raid)
-		c.blocked = c.blocked[:0]
+		clear(c.blocked)
 	}
 	s.append(c, sw.Event)
 	s.recordMod(sw.Log)

@@ -523,6 +523,13 @@ func (c *conn) greet(since *chat.Cursor, pos chat.Cursor) error {
 	var ref *chat.UserRef
 	if u := c.user.Load(); u != nil {
 		r := u.Ref()
+		// The role the user has in this channel (a moderator named here shows as one), as
+		// messages and events show it; the platform-wide one when the standing cannot be read.
+		if m, err := c.hub.svc.Member(c.ctx, *u, c.channel); err == nil {
+			r = m.Ref()
+		} else if c.ctx.Err() == nil {
+			c.hub.logger.Debug("live delivery: hello without the channel role", "channel", c.channel, "err", err)
+		}
 		ref = &r
 	}
 	hello := helloFrame{Type: typeHello, Channel: c.channel, LastID: pos, User: ref, Replica: c.hub.opts.ReplicaName}
@@ -900,6 +907,11 @@ func (c *conn) run(f clientFrame) any {
 			return errorFor(f.ID, err)
 		}
 		u := ss.User
+		if cur := c.user.Load(); cur != nil && cur.ID != u.ID {
+			// As for refresh: a socket's user is settled once it has one,
+			// so a second auth frame cannot swap it for another account.
+			return errorFor(f.ID, &chat.Error{Kind: chat.KindForbidden, Message: "this socket is authenticated already: a second auth token must be for the socket's user (the same sub)"})
+		}
 		if err := c.hub.authenticate(c, &u); err != nil {
 			return limitFrame(f.ID, err) // the socket stays as it was
 		}

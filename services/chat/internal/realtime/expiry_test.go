@@ -95,3 +95,21 @@ func TestRefreshRefusals(t *testing.T) {
 		t.Errorf("refresh on a chat-token socket: %+v", e)
 	}
 }
+
+// TestSecondAuthKeepsTheSocketsUser (issue 41): a second auth frame on an
+// authenticated socket follows refresh's rule: another user's token is
+// refused (403) and the socket stays its user's; the same user's passes.
+func TestSecondAuthKeepsTheSocketsUser(t *testing.T) {
+	r := platformReplica(t)
+	c := dial(t, r.base, "channel=general", bearer(platformToken(t, "erin", time.Now().Add(time.Hour))))
+	c.hello()
+	if e := c.request(map[string]any{"type": "auth", "token": platformToken(t, "mallory", time.Now().Add(time.Hour))}); e.Type != "error" || e.Code != string(chat.KindForbidden) || e.Status != 403 {
+		t.Fatalf("a second auth for another user: %+v; want a 403 error frame", e)
+	}
+	if e := c.request(map[string]any{"type": "auth", "token": adminToken}); e.Type != "error" || e.Status != 403 {
+		t.Fatalf("a second auth with the admin's chat token: %+v; want a 403 error frame", e)
+	}
+	if a := c.request(map[string]any{"type": "auth", "token": platformToken(t, "erin", time.Now().Add(2*time.Hour))}); a.Type != "ack" || a.User == nil || a.User.ID != chat.PlatformUserID("erin") {
+		t.Fatalf("a second auth for the same user: %+v; want ack", a)
+	}
+}

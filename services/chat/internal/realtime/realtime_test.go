@@ -188,6 +188,22 @@ func TestAuthorizationHeaderAuthenticates(t *testing.T) {
 	}
 }
 
+// hello names the user with the role it has in the channel: a viewer made a moderator of
+// one channel is a moderator in that channel's hello and a viewer in another's.
+func TestHelloShowsTheChannelRole(t *testing.T) {
+	r := startReplica(t, replicaConfig{publicRead: true}, testPrefix())
+	viewer, token := r.user(chat.RoleViewer, "chanmod")
+	if _, err := r.svc.SetChannelRole(context.Background(), r.admin, "general", viewer.ID, chat.RoleModerator); err != nil {
+		t.Fatal(err)
+	}
+	if h := dial(t, r.base, "channel=general", bearer(token)).hello(); h.User == nil || h.User.Role != chat.RoleModerator {
+		t.Fatalf("hello in the channel it moderates: user %+v, want role moderator", h.User)
+	}
+	if h := dial(t, r.base, "channel=elsewhere", bearer(token)).hello(); h.User == nil || h.User.Role != chat.RoleViewer {
+		t.Fatalf("hello in another channel: user %+v, want role viewer", h.User)
+	}
+}
+
 func TestPrivateReadingNeedsAnAuthFrame(t *testing.T) {
 	r := startReplica(t, replicaConfig{publicRead: false, opts: realtime.Options{AuthTimeout: 500 * time.Millisecond}}, testPrefix())
 	silent := dial(t, r.base, "channel=general", nil)

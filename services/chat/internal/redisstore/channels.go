@@ -12,12 +12,31 @@ import (
 
 // ClaimChannel implements chat.Store.
 func (s *Store) ClaimChannel(ctx context.Context, name string, max int) error {
-	ok, err := claimChannel.Run(ctx, s.rdb, []string{s.prefix + "{channels}:all"}, name, max).Int()
+	ok, err := claimChannel.Run(ctx, s.rdb, []string{s.prefix + "{channels}:all", s.prefix + "{channels}:open"}, name, max).Int()
 	if err != nil {
 		return failWrite("claim channel", err)
 	}
 	if ok == 0 {
 		return chat.LimitReached(chat.QuotaChannels, max)
+	}
+	return nil
+}
+
+// ClaimOpenChannel implements chat.Store.
+func (s *Store) ClaimOpenChannel(ctx context.Context, name string, c chat.OpenClaim) error {
+	create := 0
+	if c.Create {
+		create = 1
+	}
+	ok, err := claimOpenChannel.Run(ctx, s.rdb, []string{s.prefix + "{channels}:all", s.prefix + "{channels}:open"},
+		name, c.Now.UnixMilli(), c.Idle.Milliseconds(), c.Max, create).Int()
+	switch {
+	case err != nil:
+		return failWrite("claim open channel", err)
+	case ok == 0:
+		return chat.LimitReached(chat.QuotaOpenChannels, c.Max)
+	case ok < 0:
+		return chat.NotFound("channel " + name)
 	}
 	return nil
 }

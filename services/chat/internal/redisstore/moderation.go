@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,16 +156,15 @@ func (s *Store) CountBlocked(ctx context.Context, channel string, r chat.Raid) e
 	if err != nil {
 		return fmt.Errorf("encode shield event: %w", err)
 	}
-	// Each refused message is its own member of the count.
-	var b [8]byte
-	_, _ = rand.Read(b[:])
+	// Each sender is one member of the count (its last refused message's
+	// time): one account's refusals cannot trip the shield alone.
 	margs, err := modArgs(&r.Log)
 	if err != nil {
 		return err
 	}
 	keys := []string{s.ck(channel, "blocked"), s.ck(channel, "shield"), s.ck(channel, "shieldoff"),
 		s.ck(channel, "log"), s.ck(channel, "seq"), s.ck(channel, "trim"), s.ck(channel, "deleted"), s.modKey(channel)}
-	err = countBlocked.Run(ctx, s.rdb, keys, hex.EncodeToString(b[:]), r.Now.UnixMilli(), r.Threshold,
+	err = countBlocked.Run(ctx, s.rdb, keys, r.Sender, r.Now.UnixMilli(), r.Threshold,
 		chat.AutoShieldWindow.Milliseconds(), r.Quiet.Milliseconds(), data, s.ck(channel, "live"), s.logCap(), margs[0]).Err()
 	if err != nil {
 		return failWrite("count blocked message", err)

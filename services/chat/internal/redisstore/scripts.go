@@ -119,8 +119,8 @@ end
 const shieldGrace = "86400000"
 
 // countBlocked counts a message a filter refused for the raid watch: the
-// sorted set blocked holds the last window's (each under a random
-// member, at most the threshold's newest), and reaching the threshold
+// sorted set blocked holds the last window's senders (one member per sender, its last refusal's time,
+// at most the threshold's newest), and reaching the threshold
 // trips the shield (tripShield).
 // KEYS: blocked, shield, shieldoff, log, seq, trim, deleted, modlog.
 // ARGV: member, now ms, threshold, window ms, quiet ms, shield event json,
@@ -587,13 +587,36 @@ return wait
 `)
 
 // claimChannel adds a channel to the set of channels unless the set holds
-// max (0: no limit) already. KEYS: channels. ARGV: name, max. Returns 1
-// claimed (now or before), 0 limit reached.
+// max (0: no limit) already; an open channel becomes the platform's.
+// KEYS: channels, open channels. ARGV: name, max. Returns 1 claimed (now
+// or before), 0 limit reached.
 var claimChannel = redis.NewScript(`
 if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
 local max = tonumber(ARGV[2])
 if max > 0 and redis.call('SCARD', KEYS[1]) >= max then return 0 end
 redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
+// claimOpenChannel is chat.Store.ClaimOpenChannel: the open channels are
+// a sorted set scored by their last write (ms). KEYS: channels, open
+// channels. ARGV: name, now ms, idle ms, max, create (1/0). Returns 1
+// claimed, 0 limit reached, -1 no such channel (create 0).
+var claimOpenChannel = redis.NewScript(`
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+local now = tonumber(ARGV[2])
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  redis.call('ZADD', KEYS[2], now, ARGV[1])
+  return 1
+end
+if ARGV[5] ~= '1' then return -1 end
+local max = tonumber(ARGV[4])
+if max > 0 and redis.call('ZCARD', KEYS[2]) >= max then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - tonumber(ARGV[3])))
+  if redis.call('ZCARD', KEYS[2]) >= max then return 0 end
+end
+redis.call('ZADD', KEYS[2], now, ARGV[1])
 return 1
 `)
 

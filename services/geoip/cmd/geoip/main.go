@@ -148,6 +148,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case cmd == "update":
 		return updateCmd(ctx, args, getenv, stdout, stderr)
 	case cmd == "healthcheck":
+		if len(args) == 1 && isHelp(args[0]) {
+			fmt.Fprint(stdout, usage)
+			return nil
+		}
 		if len(args) > 0 {
 			return fmt.Errorf("healthcheck takes no arguments, got %q", args)
 		}
@@ -562,9 +566,21 @@ func convertCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintln(fs.Output(), "usage: geoip convert -o OUT.BIN|OUT.csv [-sample] [-date YYYY-MM-DD] IN.mmdb|IN.csv ...")
 		fs.PrintDefaults()
 	}
+	// Asked for, the usage goes to stdout (and the exit is 0); after a wrong flag, with
+	// the flag package's message, to stderr.
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if isHelp(a) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil // -h: the usage is printed
+			return nil // -h after other flags: the usage is printed (stderr)
 		}
 		return err
 	}

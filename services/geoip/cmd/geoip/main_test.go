@@ -251,6 +251,33 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// Every subcommand the help lists answers --help and -h with its help on stdout and
+// succeeds (scripts and people try it before running the real thing). The subcommands
+// are read from the help itself, so one added later is covered.
+func TestEverySubcommandHelpSucceeds(t *testing.T) {
+	var subs []string
+	for _, line := range strings.Split(usage, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "geoip" && !strings.HasPrefix(f[1], "-") {
+			subs = append(subs, strings.Trim(f[1], "[]"))
+		}
+	}
+	if len(subs) < 4 {
+		t.Fatalf("found only %v in the help", subs)
+	}
+	for _, sub := range subs {
+		for _, flag := range []string{"--help", "-h"} {
+			var stdout, stderr strings.Builder
+			if err := run(context.Background(), []string{sub, flag}, envOf(nil), &stdout, &stderr); err != nil {
+				t.Errorf("geoip %s %s: %v (stderr %q)", sub, flag, err, stderr.String())
+				continue
+			}
+			if !strings.Contains(stdout.String()+stderr.String(), "geoip") {
+				t.Errorf("geoip %s %s printed no help: %q", sub, flag, stdout.String())
+			}
+		}
+	}
+}
+
 // backgroundFuncs are functions only serve's background goroutines run.
 var backgroundFuncs = []string{"main.(*App).Background", "dbfile.(*Manager).Watch", "main.warmZones", "updater.(*Updater).Run"}
 
