@@ -27,7 +27,6 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
-	github.com/oschwald/maxminddb-golang/v2 v2.9.0 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.59.0 // indirect
@@ -41,4 +40,16 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+require (
+	github.com/apistack/platform/services/chat v0.0.0
+	github.com/oschwald/maxminddb-golang/v2 v2.9.0
+)
+
+// The chat's client is the workspace's; the chat module's own replace does
+// not apply here, so the library it requires is named too.
+replace (
+	github.com/apistack/platform/libs/apiserver => ../libs/apiserver
+	github.com/apistack/platform/services/chat => ../services/chat
 )

@@ -22,11 +22,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/fdlimit"
 	"github.com/apistack/platform/bench/internal/netguard"
 	"github.com/apistack/platform/bench/internal/procstat"
 	"github.com/apistack/platform/bench/internal/selfexec"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // MaxConns bounds -k whatever the flag says.
@@ -128,7 +128,7 @@ func run(args []string, stdout io.Writer) error {
 		if *channels > 1 {
 			name = fmt.Sprint(*channel, i)
 		}
-		if urls[i], err = chatwire.WSURL(*base, name, 0); err != nil {
+		if urls[i], err = chatclient.WSURL(*base, name, ""); err != nil {
 			return err
 		}
 	}

@@ -100,7 +100,7 @@ var (
 // scanCentrifugo reads a frame of Centrifugo's JSON protocol (replies and pushes, one
 // JSON object a line): onText gets the text of each publication (valid until it
 // returns), onPing each server ping ({}), which the client must answer, and onError the
-// code of each error reply. Other replies are ignored. Like chatwire.ScanFrame it reads
+// code of each error reply. Other replies are ignored. Like client.ScanFrame it reads
 // without encoding/json: the generator reads hundreds of thousands of pushes a second.
 func scanCentrifugo(frame []byte, onText func([]byte), onPing func(), onError func(code string)) error {
 	for len(frame) > 0 {

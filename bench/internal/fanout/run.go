@@ -18,9 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/hist"
 	"github.com/apistack/platform/bench/internal/netguard"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // Bounds every run respects whatever the flags say.
@@ -374,7 +374,7 @@ func (r *run) dial(ctx context.Context, client *http.Client, readers *sync.WaitG
 			if centrifugo {
 				u, err = centrifugoWSURL(base)
 			} else {
-				u, err = chatwire.WSURL(base, r.cfg.channel(ch), 0)
+				u, err = chatclient.WSURL(base, r.cfg.channel(ch), "")
 			}
 			if err != nil {
 				r.connErrs.add("bad url")
@@ -464,13 +464,13 @@ func (r *run) read(sb *sub) {
 		}
 		// ScanFrame reads message events without encoding/json, which took most
 		// of the generator's CPU at saturation.
-		perr = chatwire.ScanFrame(buf.Bytes(), func(id int64, text []byte) {
+		perr = chatclient.ScanFrame(buf.Bytes(), func(id int64, text []byte) {
 			message(id, string(text))
-		}, func(ev chatwire.Event) {
+		}, func(ev chatclient.Event) {
 			switch ev.Type {
-			case chatwire.TypeMessage:
+			case chatclient.TypeMessage:
 				message(ev.Message.ID, ev.Message.Text)
-			case chatwire.TypeError:
+			case chatclient.TypeError:
 				r.errEvents.add(ev.Code)
 			}
 		})
@@ -535,12 +535,12 @@ func (s *sender) post(ctx context.Context, text, channel string) (string, time.D
 	centrifugo := cfg.Protocol == ProtocolCentrifugo
 	var body []byte
 	var err error
-	u := chatwire.SendURL(base)
+	u := chatclient.SendURL(base)
 	if centrifugo {
 		u = strings.TrimRight(base, "/") + centrifugoPublishPath
 		body, err = centrifugoPublishBody(text, channel)
 	} else {
-		body, err = json.Marshal(chatwire.SendBody{Message: text, Channel: channel})
+		body, err = json.Marshal(chatclient.SendBody{Message: text, Channel: channel})
 	}
 	if err != nil {
 		return "encode", 0

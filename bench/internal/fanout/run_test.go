@@ -12,8 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/wsfloor"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 func TestFanoutAgainstFloorLosesAndDuplicatesNothing(t *testing.T) {
@@ -92,7 +92,7 @@ type faulty struct {
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case chatwire.WSPath:
+	case chatclient.WSPath:
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -101,14 +101,14 @@ func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.conns = append(f.conns, c)
 		f.mu.Unlock()
 		<-c.CloseRead(r.Context()).Done()
-	case chatwire.SendPath:
+	case chatclient.SendPath:
 		if r.Header.Get("Authorization") != "Bearer tok" {
 			http.Error(w, "no token", http.StatusUnauthorized)
 			return
 		}
-		var b chatwire.SendBody
+		var b chatclient.SendBody
 		_ = json.NewDecoder(r.Body).Decode(&b)
-		ev, _ := chatwire.EncodeMessageEvent(chatwire.Message{Text: b.Message, Channel: b.Channel})
+		ev, _ := chatclient.EncodeMessageEvent(chatclient.Message{Text: b.Message, Channel: b.Channel})
 		frame := ev
 		if t, _ := ParseText(b.Message); t.Seq == 3 {
 			frame = append(append(append([]byte{}, ev...), '\n'), ev...)

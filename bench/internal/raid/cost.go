@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/netguard"
 	"github.com/apistack/platform/bench/internal/procstat"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // CostConfig measures what the moderation checks add to a send that passes them:
@@ -91,7 +91,7 @@ func Cost(ctx context.Context, cfg CostConfig) (*CostResult, error) {
 		for _, ch := range []string{plain, modes} {
 			a := &API{Base: cfg.Bases[i%len(cfg.Bases)], Client: client}
 			if status, err := a.Call(ctx, http.MethodPost, "/messages/send", tokens[i],
-				chatwire.SendBody{Message: "hello", Channel: ch}, nil); err != nil || status != http.StatusCreated {
+				chatclient.SendBody{Message: "hello", Channel: ch}, nil); err != nil || status != http.StatusCreated {
 				return nil, fmt.Errorf("cost: first message in %s: %d %v %s", ch, status, err, a.LastError())
 			}
 		}
@@ -144,7 +144,7 @@ func costRun(ctx context.Context, cfg CostConfig, client *http.Client, tokens []
 				}
 				// Distinct texts: unique chat refuses none of them.
 				status, err := a.Call(ctx, http.MethodPost, "/messages/send", tokens[n%len(tokens)],
-					chatwire.SendBody{Message: fmt.Sprintf("cost %d", base+n), Channel: channel}, nil)
+					chatclient.SendBody{Message: fmt.Sprintf("cost %d", base+n), Channel: channel}, nil)
 				if err != nil || status != http.StatusCreated {
 					errs.Add(1)
 					mu.Lock()

@@ -17,10 +17,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/hs256"
 	"github.com/apistack/platform/bench/internal/jsonapi"
 	"github.com/apistack/platform/bench/internal/netguard"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // Config is one raid.
@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				ID int64 `json:"id"`
 			}
 			status, err := base.Call(ctx, http.MethodPost, "/messages/send", token,
-				chatwire.SendBody{Message: fmt.Sprintf("raid %d", i), Channel: cfg.Channel}, &out)
+				chatclient.SendBody{Message: fmt.Sprintf("raid %d", i), Channel: cfg.Channel}, &out)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -181,7 +181,7 @@ func dialReaders(ctx context.Context, cfg Config) ([]*reader, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			u, err := chatwire.WSURL(cfg.Bases[i%len(cfg.Bases)], cfg.Channel, 0)
+			u, err := chatclient.WSURL(cfg.Bases[i%len(cfg.Bases)], cfg.Channel, "")
 			if err != nil {
 				select {
 				case errs <- err:
@@ -232,11 +232,11 @@ func (r *reader) read(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		_ = chatwire.ParseFrame(data, func(ev chatwire.Event) {
+		_ = chatclient.ParseFrame(data, func(ev chatclient.Event) {
 			switch {
-			case ev.Type == chatwire.TypeShieldMode && ev.Shield != nil && ev.Shield.On && r.shieldSeen.IsZero():
+			case ev.Type == chatclient.TypeShieldMode && ev.Shield != nil && ev.Shield.On && r.shieldSeen.IsZero():
 				r.shieldSeen, r.shieldAt = time.Now(), ev.Shield.At
-			case ev.Type == chatwire.TypeMessage && ev.Message != nil && strings.HasPrefix(ev.Message.Text, "raid "):
+			case ev.Type == chatclient.TypeMessage && ev.Message != nil && strings.HasPrefix(ev.Message.Text, "raid "):
 				r.ids[ev.Message.ID] = true
 				if r.shieldSeen.IsZero() {
 					r.before++

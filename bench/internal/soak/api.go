@@ -11,8 +11,8 @@ import (
 
 	"github.com/apistack/platform/bench/internal/jsonapi"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/netguard"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // api calls the chat REST API.
@@ -65,8 +65,8 @@ func (a *api) send(ctx context.Context, u user, channel, text string) (status in
 	var m struct {
 		ID int64 `json:"id"`
 	}
-	status, err = a.call(ctx, http.MethodPost, strings.TrimPrefix(chatwire.SendPath, "/api/v1"), u.Token,
-		chatwire.SendBody{Message: text, Channel: channel}, &m)
+	status, err = a.call(ctx, http.MethodPost, strings.TrimPrefix(chatclient.SendPath, "/api/v1"), u.Token,
+		chatclient.SendBody{Message: text, Channel: channel}, &m)
 	return status, m.ID, err
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 func samples(rss ...int64) []Sample {
@@ -61,6 +63,12 @@ func TestJudgeNeedsSamplesOnBothSides(t *testing.T) {
 func TestSubscriberCountsGapsAndRepeats(t *testing.T) {
 	r := &runner{errs: map[string]int64{}}
 	s := &subscriber{r: r}
+	feed := func(line string, resumed bool) {
+		t.Helper()
+		if err := chatclient.ParseFrame([]byte(line), func(ev chatclient.Event) { s.event(ev, resumed) }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, line := range []string{
 		`{"type":"hello","channel":"c","last_id":"41","recovered":false}`,
 		`{"type":"message","channel":"c","cursor":"42","message":{"id":42}}`,
@@ -68,7 +76,7 @@ func TestSubscriberCountsGapsAndRepeats(t *testing.T) {
 		`{"type":"message","channel":"c","cursor":"45","message":{"id":45}}`, // 43, 44 lost
 		`{"type":"message","channel":"c","cursor":"45","message":{"id":45}}`, // repeated
 	} {
-		s.event([]byte(line), false)
+		feed(line, false)
 	}
 	if r.lost.Load() != 2 || r.duplicated.Load() != 1 || r.delivered.Load() != 3 {
 		t.Fatalf("lost %d duplicated %d delivered %d, want 2 1 3", r.lost.Load(), r.duplicated.Load(), r.delivered.Load())
@@ -77,11 +85,11 @@ func TestSubscriberCountsGapsAndRepeats(t *testing.T) {
 		t.Fatalf("cursor %q, want 45", s.cursor)
 	}
 	// A resumed session keeps its place when recovered, restarts from last_id when not.
-	s.event([]byte(`{"type":"hello","last_id":"50","recovered":true}`), true)
+	feed(`{"type":"hello","last_id":"50","recovered":true}`, true)
 	if s.cursor != "45" || r.recovered.Load() != 1 {
 		t.Fatalf("recovered hello moved the cursor to %q", s.cursor)
 	}
-	s.event([]byte(`{"type":"hello","last_id":"50-2","recovered":false}`), true)
+	feed(`{"type":"hello","last_id":"50-2","recovered":false}`, true)
 	if s.cursor != "50-2" || s.lastID != 50 || r.notRecovered.Load() != 1 {
 		t.Fatalf("not recovered: cursor %q last %d", s.cursor, s.lastID)
 	}

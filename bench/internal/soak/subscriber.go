@@ -1,12 +1,9 @@
 package soak
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
 	"github.com/apistack/platform/bench/internal/netguard"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // subscriber is one socket that reads its channel, reconnecting with since= the
@@ -96,67 +93,53 @@ func (s *subscriber) session(ctx context.Context) error {
 			}
 			return err
 		}
-		for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-			if len(bytes.TrimSpace(line)) > 0 {
-				s.event(line, since != "")
-			}
+		if err := chatclient.ParseFrame(data, func(ev chatclient.Event) { s.event(ev, since != "") }); err != nil {
+			s.r.fail("subscriber: undecodable event")
 		}
 	}
 }
 
 // event reads one server object.
-func (s *subscriber) event(line []byte, resumed bool) {
-	var ev struct {
-		Type      string          `json:"type"`
-		Cursor    string          `json:"cursor"`
-		LastID    string          `json:"last_id"`
-		Recovered bool            `json:"recovered"`
-		Message   json.RawMessage `json:"message"`
-	}
-	if err := json.Unmarshal(line, &ev); err != nil {
-		s.r.fail("subscriber: undecodable event")
-		return
-	}
+func (s *subscriber) event(ev chatclient.Event, resumed bool) {
 	switch ev.Type {
-	case chatwire.TypeHello:
+	case chatclient.TypeHello:
+		last := string(ev.LastID)
 		switch {
 		case !resumed:
-			s.cursor, s.lastID = ev.LastID, messageID(ev.LastID)
+			s.cursor, s.lastID = last, messageID(last)
 		case ev.Recovered:
 			s.r.recovered.Add(1)
 		default:
 			// The server could not replay from the cursor: start over from
 			// what it says is current, as a client reloading would.
 			s.r.notRecovered.Add(1)
-			s.cursor, s.lastID = ev.LastID, messageID(ev.LastID)
+			s.cursor, s.lastID = last, messageID(last)
 		}
 		return
-	case chatwire.TypeError:
+	case chatclient.TypeError:
 		s.r.fail("subscriber: error event")
 		return
 	}
 	if ev.Cursor != "" {
-		s.cursor = ev.Cursor
+		s.cursor = string(ev.Cursor)
 	}
-	if ev.Type != chatwire.TypeMessage {
+	if ev.Type != chatclient.TypeMessage {
 		return
 	}
-	var m struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(ev.Message, &m); err != nil || m.ID <= 0 {
+	id := ev.Message.ID
+	if id <= 0 {
 		s.r.fail("subscriber: message without id")
 		return
 	}
 	s.r.delivered.Add(1)
 	switch {
 	case s.lastID == 0:
-	case m.ID <= s.lastID:
+	case id <= s.lastID:
 		s.r.duplicated.Add(1)
-	case m.ID > s.lastID+1:
-		s.r.lost.Add(m.ID - s.lastID - 1)
+	case id > s.lastID+1:
+		s.r.lost.Add(id - s.lastID - 1)
 	}
-	s.lastID = max(s.lastID, m.ID)
+	s.lastID = max(s.lastID, id)
 }
 
 // messageID is the message part of a cursor ("42" and "42-1" are after message
@@ -173,9 +156,5 @@ func messageID(cursor string) int64 {
 
 // wsURL is the subscription URL; since is passed on as the server wrote it.
 func wsURL(base, channel, since string) (string, error) {
-	u, err := chatwire.WSURL(base, channel, 0)
-	if err != nil || since == "" {
-		return u, err
-	}
-	return u + "&since=" + url.QueryEscape(since), nil
+	return chatclient.WSURL(base, channel, chatclient.Cursor(since))
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // Options tune the server; zero values take the defaults of coder/websocket's chat example.
@@ -62,8 +62,8 @@ func New(opts Options) *Server {
 // and GET /stats.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+chatwire.WSPath, s.subscribe)
-	mux.HandleFunc("POST "+chatwire.SendPath, s.send)
+	mux.HandleFunc("GET "+chatclient.WSPath, s.subscribe)
+	mux.HandleFunc("POST "+chatclient.SendPath, s.send)
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Stats())
@@ -151,7 +151,7 @@ func (s *Server) write(ctx context.Context, c *websocket.Conn, frame []byte) err
 }
 
 func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	var body chatwire.SendBody
+	var body chatclient.SendBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8192)).Decode(&body); err != nil {
 		http.Error(w, fmt.Sprintf("decode body: %v", err), http.StatusBadRequest)
 		return
@@ -175,18 +175,18 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 // subscriber of its channel, dropping it for those whose buffer is full rather than
 // letting one slow reader hold up the rest. Numbering and queueing happen under one
 // lock so that every subscriber sees the channel in id order.
-func (s *Server) broadcast(body chatwire.SendBody) (chatwire.Message, error) {
+func (s *Server) broadcast(body chatclient.SendBody) (chatclient.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	msg := chatwire.Message{
+	msg := chatclient.Message{
 		ID:        s.nextID,
 		Channel:   body.Channel,
 		Text:      body.Message,
-		User:      chatwire.User{ID: "floor", Name: "floor", Role: "viewer"},
+		User:      chatclient.User{ID: "floor", Name: "floor", Role: "viewer"},
 		CreatedAt: time.Now().UTC(),
 	}
-	frame, err := chatwire.EncodeMessageEvent(msg)
+	frame, err := chatclient.EncodeMessageEvent(msg)
 	if err != nil {
 		return msg, err
 	}

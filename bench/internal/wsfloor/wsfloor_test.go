@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apistack/platform/bench/internal/chatwire"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 func TestBroadcastDropsForFullBuffersAndCountsThem(t *testing.T) {
@@ -16,7 +16,7 @@ func TestBroadcastDropsForFullBuffersAndCountsThem(t *testing.T) {
 	s.add("c", stuck)
 	s.add("elsewhere", other)
 	for i := 0; i < 5; i++ {
-		if _, err := s.broadcast(chatwire.SendBody{Message: "m", Channel: "c"}); err != nil {
+		if _, err := s.broadcast(chatclient.SendBody{Message: "m", Channel: "c"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -29,7 +29,7 @@ func TestBroadcastDropsForFullBuffersAndCountsThem(t *testing.T) {
 	}
 	var ids []int64
 	for len(stuck.frames) > 0 {
-		_ = chatwire.ParseFrame(<-stuck.frames, func(e chatwire.Event) { ids = append(ids, e.Message.ID) })
+		_ = chatclient.ParseFrame(<-stuck.frames, func(e chatclient.Event) { ids = append(ids, e.Message.ID) })
 	}
 	if len(ids) != 2 || ids[0] != 1 || ids[1] != 2 {
 		t.Fatalf("queued ids %v, want [1 2]", ids)
@@ -53,13 +53,13 @@ func TestSendAnswers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, chatwire.SendPath, strings.NewReader(tc.body)))
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, chatclient.SendPath, strings.NewReader(tc.body)))
 		if rec.Code != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.body, rec.Code, tc.want)
 		}
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, chatwire.WSPath, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, chatclient.WSPath, nil))
 	if rec.Code != http.StatusBadRequest {
 		t.Errorf("subscribe without channel: %d", rec.Code)
 	}

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/coder/websocket"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // stack talks to the compose stack through the proxy.
@@ -88,36 +88,41 @@ func (s *stack) getRaw(ctx context.Context, rawPath string) (*response, error) {
 	return &response{status: resp.StatusCode, header: resp.Header, body: b, finalURL: req.URL}, nil
 }
 
+// chat is the chat's Go client through the proxy, as the administrator.
+func (s *stack) chat() *chatclient.Client {
+	c := chatclient.New(s.base.String()+chatPrefix, s.token)
+	c.HTTP = s.http
+	return c
+}
+
 // send posts a message as the administrator and returns the stored message and the
 // replica that stored it.
 func (s *stack) send(ctx context.Context, text string) (chatMessage, string, error) {
-	r, err := s.do(ctx, http.MethodPost, chatSendPath, sendRequest(s.channel, text), true)
+	sent, err := s.chat().Send(ctx, chatclient.SendRequest{Channel: s.channel, Message: text})
 	if err != nil {
 		return chatMessage{}, "", err
 	}
-	if r.status != http.StatusCreated {
-		return chatMessage{}, "", fmt.Errorf("POST %s: status %d, want 201: %s", chatSendPath, r.status, snippet(r.body))
+	if sent.Status != http.StatusCreated || sent.Message.ID == 0 {
+		return chatMessage{}, "", fmt.Errorf("send: status %d, want 201 with a stored message", sent.Status)
 	}
-	var m chatMessage
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		return chatMessage{}, "", fmt.Errorf("POST %s: body %s: %w", chatSendPath, snippet(r.body), err)
-	}
-	if m.ID == "" {
-		return chatMessage{}, "", fmt.Errorf("POST %s: stored message has no id: %s", chatSendPath, snippet(r.body))
-	}
-	return m, r.header.Get(servedByHeader), nil
+	return sent.Message, sent.Header.Get(servedByHeader), nil
 }
 
 // sendRetry sends until the stack accepts the message or ctx ends: for the moments after
-// a replica or Redis went away.
+// a replica or Redis went away. One idempotency key covers every attempt, so a send
+// whose answer was lost is stored once.
 func (s *stack) sendRetry(ctx context.Context, text string) (chatMessage, string, error) {
+	key := chatclient.NewIdempotencyKey()
 	var last error
 	for {
 		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, by, err := s.send(attempt, text)
+		sent, err := s.chat().Send(attempt, chatclient.SendRequest{Channel: s.channel, Message: text, IdempotencyKey: key})
 		cancel()
+		if err == nil && sent.Status == http.StatusCreated {
+			return sent.Message, sent.Header.Get(servedByHeader), nil
+		}
 		if err == nil {
-			return m, by, nil
+			err = fmt.Errorf("send: status %d, want 201", sent.Status)
 		}
 		last = err
 		select {
@@ -129,79 +134,52 @@ func (s *stack) sendRetry(ctx context.Context, text string) (chatMessage, string
 }
 
 // wsClient is one WebSocket connection through the proxy. Frames are read by a goroutine
-// (a canceled Read closes a coder/websocket connection, so waits happen on the channel).
+// (a canceled read closes the socket, so waits happen on the channel).
 type wsClient struct {
-	conn     *websocket.Conn
+	conn     *chatclient.Conn
 	servedBy string
-	hello    frame
-	frames   chan frame
+	hello    chatclient.Event
+	frames   chan chatclient.Event
 	done     chan struct{}
 	err      error // set before done is closed
-	seen     map[messageID]int
+	seen     map[int64]int
 }
 
-func (s *stack) dial(ctx context.Context, since messageID) (*wsClient, error) {
-	u := wsURL(s.base, s.channel, since)
+func (s *stack) dial(ctx context.Context, since chatclient.Cursor) (*wsClient, error) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+s.token)
-	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPHeader: h})
+	conn, err := s.chat().Dial(dctx, s.channel, chatclient.DialOptions{Since: since})
 	if err != nil {
-		status := ""
-		if resp != nil {
-			status = fmt.Sprintf(" (HTTP %d)", resp.StatusCode)
-		}
-		return nil, fmt.Errorf("dial %s%s: %w", u, status, err)
+		return nil, err
 	}
-	conn.SetReadLimit(1 << 20)
 	c := &wsClient{
 		conn:     conn,
-		servedBy: resp.Header.Get(servedByHeader),
-		frames:   make(chan frame, 1024),
+		servedBy: conn.Header.Get(servedByHeader),
+		hello:    conn.Hello,
+		frames:   make(chan chatclient.Event, 1024),
 		done:     make(chan struct{}),
-		seen:     map[messageID]int{},
+		seen:     map[int64]int{},
 	}
 	go c.read()
-	f, err := c.next(ctx, 10*time.Second)
-	if err != nil {
-		c.close()
-		return nil, fmt.Errorf("waiting for hello on %s: %w", u, err)
-	}
-	if f.Type != frameHello {
-		c.close()
-		return nil, fmt.Errorf("first frame on %s is %q, want %q", u, f.Type, frameHello)
-	}
-	c.hello = f
 	return c, nil
 }
 
 func (c *wsClient) read() {
 	defer close(c.done)
 	for {
-		typ, data, err := c.conn.Read(context.Background())
+		ev, err := c.conn.Next(context.Background())
 		if err != nil {
 			c.err = err
 			return
 		}
-		if typ != websocket.MessageText {
-			continue
-		}
-		fs, err := parseFrames(data)
-		if err != nil {
-			c.err = err
-			return
-		}
-		for _, f := range fs {
-			c.frames <- f
-		}
+		c.frames <- ev
 	}
 }
 
 var errClosed = errors.New("connection closed")
 
 // next returns the next frame, or an error when the connection ends or wait passes.
-func (c *wsClient) next(ctx context.Context, wait time.Duration) (frame, error) {
+func (c *wsClient) next(ctx context.Context, wait time.Duration) (chatclient.Event, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -218,11 +196,11 @@ func (c *wsClient) next(ctx context.Context, wait time.Duration) (frame, error) 
 			return f, nil
 		default:
 		}
-		return frame{}, fmt.Errorf("%w: %v", errClosed, c.err)
+		return chatclient.Event{}, fmt.Errorf("%w: %v", errClosed, c.err)
 	case <-t.C:
-		return frame{}, fmt.Errorf("no frame within %s", wait)
+		return chatclient.Event{}, fmt.Errorf("no frame within %s", wait)
 	case <-ctx.Done():
-		return frame{}, ctx.Err()
+		return chatclient.Event{}, ctx.Err()
 	}
 }
 
@@ -230,7 +208,7 @@ func (c *wsClient) next(ctx context.Context, wait time.Duration) (frame, error) 
 // in seen, so a message delivered twice can be detected.
 func (c *wsClient) await(ctx context.Context, wait time.Duration, want ...chatMessage) error {
 	deadline := time.Now().Add(wait)
-	missing := map[messageID]chatMessage{}
+	missing := map[int64]chatMessage{}
 	for _, m := range want {
 		if c.seen[m.ID] == 0 {
 			missing[m.ID] = m
@@ -245,13 +223,13 @@ func (c *wsClient) await(ctx context.Context, wait time.Duration, want ...chatMe
 		if err != nil {
 			return fmt.Errorf("waiting for messages %v (client on %s): %w", ids(missing), c.servedBy, err)
 		}
-		if f.Type != frameMessage || f.Message == nil {
+		if f.Type != chatclient.TypeMessage || f.Message == nil {
 			continue
 		}
 		c.seen[f.Message.ID]++
 		if w, ok := missing[f.Message.ID]; ok {
 			if f.Message.Text != w.Text {
-				return fmt.Errorf("message %s arrived with text %q, want %q", w.ID, f.Message.Text, w.Text)
+				return fmt.Errorf("message %d arrived with text %q, want %q", w.ID, f.Message.Text, w.Text)
 			}
 			delete(missing, f.Message.ID)
 		}
@@ -260,12 +238,12 @@ func (c *wsClient) await(ctx context.Context, wait time.Duration, want ...chatMe
 }
 
 func (c *wsClient) close() {
-	_ = c.conn.Close(websocket.StatusNormalClosure, "")
-	_ = c.conn.CloseNow()
+	_ = c.conn.Close()
+	c.conn.CloseNow()
 }
 
-func ids(m map[messageID]chatMessage) []messageID {
-	out := make([]messageID, 0, len(m))
+func ids(m map[int64]chatMessage) []int64 {
+	out := make([]int64, 0, len(m))
 	for id := range m {
 		out = append(out, id)
 	}

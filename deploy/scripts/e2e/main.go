@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 func main() {
@@ -162,6 +164,29 @@ func (r *runner) smoke(ctx context.Context) {
 		}
 		if err := wantStatus(res, http.StatusOK); err != nil {
 			return err
+		}
+		return wantHTML(res)
+	})
+	r.check("chat browser client module and embed behind the proxy", func() error {
+		res, err := r.get(ctx, chatPrefix+"/client.js")
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(res, http.StatusOK); err != nil {
+			return err
+		}
+		if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") || !strings.Contains(string(res.body), "export class ChatClient") {
+			return fmt.Errorf("%s: Content-Type %q, want the ES module", res.finalURL.Path, ct)
+		}
+		res, err = r.get(ctx, chatPrefix+"/embed/"+r.channel+"?overlay=1")
+		if err != nil {
+			return err
+		}
+		if err := wantStatus(res, http.StatusOK); err != nil {
+			return err
+		}
+		if csp := res.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			return fmt.Errorf("%s: Content-Security-Policy %q, want the page's", res.finalURL.Path, csp)
 		}
 		return wantHTML(res)
 	})
@@ -434,7 +459,7 @@ func (r *runner) dialN(ctx context.Context, n int) ([]*wsClient, error) {
 	return out, nil
 }
 
-func (r *runner) dialRetry(ctx context.Context, since messageID, wait time.Duration) (*wsClient, error) {
+func (r *runner) dialRetry(ctx context.Context, since chatclient.Cursor, wait time.Duration) (*wsClient, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		c, err := r.dial(ctx, since)
@@ -533,7 +558,7 @@ func (r *runner) failover(ctx context.Context) {
 		var back []*wsClient
 		defer func() { closeAll(back) }()
 		for range victims {
-			c, err := r.dialRetry(ctx, before.ID, 30*time.Second)
+			c, err := r.dialRetry(ctx, chatclient.Cursor(strconv.FormatInt(before.ID, 10)), 30*time.Second)
 			if err != nil {
 				return err
 			}
@@ -552,10 +577,10 @@ func (r *runner) failover(ctx context.Context) {
 				return err
 			}
 			if n := c.seen[before.ID]; n > 0 {
-				return fmt.Errorf("message %s, not newer than since=, was delivered again", before.ID)
+				return fmt.Errorf("message %d, not newer than since=, was delivered again", before.ID)
 			}
 			if n := c.seen[during.ID]; n > 1 {
-				return fmt.Errorf("message %s delivered %d times", during.ID, n)
+				return fmt.Errorf("message %d delivered %d times", during.ID, n)
 			}
 		}
 		return nil
@@ -564,7 +589,7 @@ func (r *runner) failover(ctx context.Context) {
 
 // persist: messages acknowledged with 201 survive a Redis restart.
 func (r *runner) persist(ctx context.Context) {
-	var mark messageID
+	var mark chatclient.Cursor
 	var acked []chatMessage
 	if !r.check("messages acknowledged before the Redis restart", func() error {
 		c, err := r.dial(ctx, "")

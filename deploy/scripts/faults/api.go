@@ -1,7 +1,8 @@
 package main
 
-// Everything the driver assumes about chat's API is in this file: paths, bodies, headers
-// and the answers it tells apart (services/chat/README.md).
+// What the driver assumes about chat's API is in this file: the answers it tells apart.
+// The protocol itself (paths, bodies, headers, frames) is the chat's Go client's,
+// services/chat/client.
 
 import (
 	"bytes"
@@ -10,60 +11,45 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 const (
-	readyPath    = "/readyz"
-	usersPath    = "/api/v1/users"
-	sendPath     = "/api/v1/messages/send"
-	messagesPath = "/api/v1/messages"
-	wsPath       = "/api/v1/ws"
+	readyPath = "/readyz"
 
-	// idempotencyHeader makes a retried send safe: the server answers a retry with the
-	// first attempt's result and stores nothing new.
-	idempotencyHeader = "Idempotency-Key"
 	// reasonOutcomeUnknown is the 503 reason of a send the server could not finish and
 	// cannot say whether it stored: retry with the same key.
 	reasonOutcomeUnknown = "outcome_unknown"
-	historyPage          = 200
 )
 
 // message is a stored message: a send's 201 body, a history entry, a frame's message.
-type message struct {
-	ID      int64  `json:"id"`
-	Channel string `json:"channel"`
-	Text    string `json:"text"`
-}
-
-// errorBody is the part of chat's error body the driver reads.
-type errorBody struct {
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message"`
-	Reason     string `json:"reason"`
-}
-
-// frame is one JSON object of a WebSocket message (a message may carry several, one per
-// line). Cursor is kept as the server wrote it and sent back as since=.
-type frame struct {
-	Type      string   `json:"type"`
-	Cursor    string   `json:"cursor"`
-	LastID    string   `json:"last_id"`
-	Recovered bool     `json:"recovered"`
-	Replica   string   `json:"replica"`
-	Message   *message `json:"message"`
-}
+// The protocol is the chat's Go client's (services/chat/client).
+type message = chatclient.Message
 
 // api calls one chat deployment, whose replicas it is given.
 type api struct {
 	replicas []*url.URL
 	token    string
 	http     *http.Client
+}
+
+// client is the chat's Go client for a replica, with token (the administrator's when
+// empty).
+func (a *api) client(replica int, token string) *chatclient.Client {
+	if token == "" {
+		token = a.token
+	}
+	c := chatclient.New(a.replicas[replica].String(), token)
+	c.HTTP = a.http
+	return c
 }
 
 func newAPI(replicas []string, token string) (*api, error) {
@@ -138,18 +124,12 @@ func (a *api) ready(ctx context.Context, replica int) bool {
 
 // createUser creates a user with the administrator token and returns its token.
 func (a *api) createUser(ctx context.Context, name, role string) (string, error) {
-	ans := a.do(ctx, 0, http.MethodPost, usersPath, map[string]string{"name": name, "role": role}, nil)
-	if ans.err != nil {
-		return "", fmt.Errorf("POST %s: %w", usersPath, ans.err)
+	u, err := a.client(0, "").CreateUser(ctx, name, role)
+	if err != nil {
+		return "", fmt.Errorf("create user %s: %w", name, err)
 	}
-	if ans.status != http.StatusCreated {
-		return "", fmt.Errorf("POST %s %s: status %d: %s", usersPath, name, ans.status, snippet(ans.body))
-	}
-	var u struct {
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal(ans.body, &u); err != nil || u.Token == "" {
-		return "", fmt.Errorf("POST %s %s: no token in %s", usersPath, name, snippet(ans.body))
+	if u.Token == "" {
+		return "", fmt.Errorf("create user %s: no token in the answer", name)
 	}
 	return u.Token, nil
 }
@@ -186,104 +166,43 @@ func (a *api) send(ctx context.Context, replica int, token, channel, text, key s
 	at := sendAttempt{replica: replica, started: time.Now()}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+token)
-	h.Set(idempotencyHeader, key)
-	ans := a.do(ctx, replica, http.MethodPost, sendPath, map[string]string{"channel": channel, "message": text}, h)
+	sent, err := a.client(replica, token).Send(ctx, chatclient.SendRequest{Channel: channel, Message: text, IdempotencyKey: key})
 	at.answered = time.Now()
+	var e *chatclient.Error
 	switch {
-	case ans.err != nil && ctx.Err() != nil:
-		at.outcome, at.detail = "timeout", ans.err.Error()
-	case ans.err != nil:
-		at.outcome, at.detail = "connection", ans.err.Error()
-	case ans.status == http.StatusCreated:
-		if err := json.Unmarshal(ans.body, &at.msg); err != nil || at.msg.ID <= 0 {
-			at.outcome, at.detail = "status 201 without a message", snippet(ans.body)
+	case err == nil && sent.Status == http.StatusCreated:
+		if sent.Message.ID <= 0 {
+			at.outcome = "status 201 without a message"
 			return at
 		}
-		at.outcome = "201"
-	default:
-		var e errorBody
-		_ = json.Unmarshal(ans.body, &e)
-		at.outcome = strconv.Itoa(ans.status)
-		if ans.status < 500 && ans.status != http.StatusTooManyRequests {
+		at.outcome, at.msg = "201", sent.Message
+	case err == nil:
+		at.outcome = "status " + strconv.Itoa(sent.Status) // 202: held for review
+	case errors.As(err, &e):
+		at.outcome = strconv.Itoa(e.Status)
+		if e.Status < 500 && e.Status != http.StatusTooManyRequests {
 			at.outcome = "status " + at.outcome
 		}
 		if e.Reason == reasonOutcomeUnknown {
 			at.outcome += " " + reasonOutcomeUnknown
 		}
-		if s, err := strconv.Atoi(ans.header.Get("Retry-After")); err == nil && s > 0 {
-			at.retry = time.Duration(s) * time.Second
+		if e.RetryAfter > 0 {
+			at.retry = time.Duration(e.RetryAfter) * time.Second
 		}
-		at.detail = snippet(ans.body)
+		at.detail = e.Error()
+	case ctx.Err() != nil:
+		at.outcome, at.detail = "timeout", err.Error()
+	default:
+		at.outcome, at.detail = "connection", err.Error()
 	}
 	return at
 }
 
 // history reads a channel's whole log, oldest first (after=0 is the start of the window).
 func (a *api) history(ctx context.Context, replica int, channel string) ([]message, error) {
-	var all []message
-	after := int64(0)
-	for {
-		q := url.Values{"channel": {channel}, "after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(historyPage)}}
-		ans := a.do(ctx, replica, http.MethodGet, messagesPath+"?"+q.Encode(), nil, nil)
-		if ans.err != nil {
-			return nil, fmt.Errorf("GET %s %s: %w", messagesPath, channel, ans.err)
-		}
-		if ans.status != http.StatusOK {
-			return nil, fmt.Errorf("GET %s %s after %d: status %d: %s", messagesPath, channel, after, ans.status, snippet(ans.body))
-		}
-		var page struct {
-			Messages []message `json:"messages"`
-		}
-		if err := json.Unmarshal(ans.body, &page); err != nil {
-			return nil, fmt.Errorf("GET %s %s: %w", messagesPath, channel, err)
-		}
-		if len(page.Messages) == 0 {
-			return all, nil
-		}
-		all = append(all, page.Messages...)
-		after = page.Messages[len(page.Messages)-1].ID
+	all, err := a.client(replica, "").AllMessages(ctx, channel, math.MaxInt)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", channel, err)
 	}
-}
-
-// wsURL is a replica's WebSocket address for channel, resuming after since when set.
-func (a *api) wsURL(replica int, channel, since string) string {
-	u := *a.replicas[replica]
-	u.Scheme = map[string]string{"https": "wss"}[u.Scheme]
-	if u.Scheme == "" {
-		u.Scheme = "ws"
-	}
-	u.Path += wsPath
-	q := url.Values{"channel": {channel}}
-	if since != "" {
-		q.Set("since", since)
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// parseFrames splits one WebSocket message into its JSON objects, one per line.
-func parseFrames(data []byte) ([]frame, error) {
-	var out []frame
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var f frame
-		if err := json.Unmarshal(line, &f); err != nil {
-			return nil, fmt.Errorf("frame %q: %w", snippet(line), err)
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
+	return all, nil
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
+	chatclient "github.com/apistack/platform/services/chat/client"
 )
 
 // subscriber is one live client of a channel, as the browser client behaves: it reads
@@ -20,7 +19,6 @@ type subscriber struct {
 	replica int
 
 	mu           sync.Mutex
-	cursor       string // the last cursor received (hello's last_id at first)
 	got          []message
 	connects     int
 	notRecovered int      // hellos that answered since= with recovered:false
@@ -35,110 +33,58 @@ func newSubscriber(a *api, channel string, replica int) *subscriber {
 	return &subscriber{api: a, channel: channel, replica: replica, ready: make(chan struct{})}
 }
 
-// run connects and reconnects until ctx ends. A socket that dropped after a while is
-// replaced at once; failed dials and sockets that end right away (1013 while Redis is
-// out) back off, doubling from 0.25 s to 2 s, so an outage does not become a busy loop.
+// run reads until ctx ends, through the chat's Go client: it reconnects (to the next
+// replica, as a client behind a load balancer lands on any) with since=<the last cursor
+// received>, after a wait with jitter that doubles from 0.25 s to 2 s while sockets fail
+// or end right away (1013 while Redis is out), so an outage does not become a busy
+// loop; a socket that lived 2 s resets it.
 func (s *subscriber) run(ctx context.Context) {
-	const firstBackoff, maxBackoff, healthy = 250 * time.Millisecond, 2 * time.Second, 2 * time.Second
-	backoff := firstBackoff
-	for ctx.Err() == nil {
-		s.mu.Lock()
-		since := s.cursor
-		s.mu.Unlock()
-		opened := time.Now()
-		conn, err := s.dial(ctx, since)
-		if err == nil {
-			reason := s.read(ctx, conn, since != "")
-			_ = conn.CloseNow()
-			if ctx.Err() != nil {
-				return
-			}
-			s.mu.Lock()
-			s.drops = append(s.drops, reason)
-			s.mu.Unlock()
-		} else if ctx.Err() == nil {
-			s.mu.Lock()
-			s.dialErrors++
-			s.lastDialErr = err.Error()
-			s.mu.Unlock()
+	bases := make([]string, len(s.api.replicas))
+	for i := range bases {
+		bases[i] = s.api.replicas[(s.replica+i)%len(s.api.replicas)].String()
+	}
+	c := s.api.client(s.replica, "")
+	c.Token = "" // reading is anonymous
+	sub := c.Subscribe(ctx, s.channel, chatclient.SubscribeOptions{
+		Bases:   bases,
+		Backoff: chatclient.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second},
+		Healthy: 2 * time.Second,
+		OnEvent: s.event,
+		OnDrop:  s.dropped,
+	})
+	<-sub.Done()
+}
+
+// event records one server object.
+func (s *subscriber) event(ev chatclient.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case ev.Type == chatclient.TypeHello:
+		if s.connects > 0 && !ev.Recovered {
+			s.notRecovered++
 		}
-		// A real client behind a load balancer lands on any replica: take the next one.
-		s.replica = (s.replica + 1) % len(s.api.replicas)
-		if err == nil && time.Since(opened) > healthy {
-			backoff = firstBackoff
-			continue
-		}
-		select {
-		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
-		case <-ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, maxBackoff)
+		s.connects++
+		s.readyOnce.Do(func() { close(s.ready) })
+	case ev.Type == chatclient.TypeMessage && ev.Message != nil:
+		s.got = append(s.got, *ev.Message)
 	}
 }
 
-func (s *subscriber) dial(ctx context.Context, since string) (*websocket.Conn, error) {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	u := s.api.wsURL(s.replica, s.channel, since)
-	conn, res, err := websocket.Dial(dctx, u, nil)
-	if err != nil {
-		if res != nil {
-			return nil, fmt.Errorf("dial %s: HTTP %d: %w", u, res.StatusCode, err)
-		}
-		return nil, fmt.Errorf("dial %s: %w", u, err)
-	}
-	conn.SetReadLimit(1 << 20)
-	return conn, nil
-}
-
-// read consumes frames until the socket ends, and says why it ended.
-func (s *subscriber) read(ctx context.Context, conn *websocket.Conn, resumed bool) string {
-	first := true
-	for {
-		_, data, err := conn.Read(ctx)
-		if err != nil {
-			if code := websocket.CloseStatus(err); code != -1 {
-				return fmt.Sprintf("close %d", code)
-			}
-			var ce websocket.CloseError
-			if errors.As(err, &ce) {
-				return fmt.Sprintf("close %d", ce.Code)
-			}
-			return "dropped"
-		}
-		frames, err := parseFrames(data)
-		if err != nil {
-			return err.Error()
-		}
-		for _, f := range frames {
-			if first {
-				if f.Type != "hello" {
-					return fmt.Sprintf("first frame %q, not hello", f.Type)
-				}
-				first = false
-				s.mu.Lock()
-				s.connects++
-				if resumed && !f.Recovered {
-					s.notRecovered++
-				}
-				if s.cursor == "" || !f.Recovered {
-					s.cursor = f.LastID
-				}
-				s.mu.Unlock()
-				s.readyOnce.Do(func() { close(s.ready) })
-				continue
-			}
-			if f.Cursor == "" {
-				continue // presence, pong
-			}
-			s.mu.Lock()
-			s.cursor = f.Cursor
-			if f.Type == "message" && f.Message != nil {
-				s.got = append(s.got, *f.Message)
-			}
-			s.mu.Unlock()
-		}
+// dropped records why a socket ended, or why one could not be opened (the client does
+// not call it once ctx has ended).
+func (s *subscriber) dropped(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var de *chatclient.DialError
+	switch {
+	case errors.As(err, &de):
+		s.dialErrors++
+		s.lastDialErr = err.Error()
+	case chatclient.CloseCode(err) != -1:
+		s.drops = append(s.drops, fmt.Sprintf("close %d", chatclient.CloseCode(err)))
+	default:
+		s.drops = append(s.drops, "dropped")
 	}
 }
 

@@ -1,24 +1,22 @@
-// The chat's browser client. Every URL is built relative to the page, so it
-// works at / and behind a proxy prefix such as /chat/. Protocol: /docs, or
-// the service README ("Live delivery").
+// The chat's page. Every URL is built relative to the page, so it works at
+// / and behind a proxy prefix such as /chat/. The REST calls and the socket
+// (reconnection, recovery with since=, token renewal) are client.js's, the
+// chat's browser client, loaded as a module; this script is the page.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const base = new URL(".", document.baseURI);
+
+// lib is client.js (ChatClient, messageId...), once loaded.
+const lib = import("./client.js");
 
 const state = {
   channel: "general",
-  ws: null,
-  cursor: null, // last event cursor seen: reconnect with since=cursor
-  backoff: 500,
-  timer: null,
-  reqId: 0,
-  stopped: false,
+  chat: null, // the ChatClient, with the page's token
+  sub: null, // the channel's Subscription
   byId: new Map(), // message id -> <li> (null once deleted)
   msgs: new Map(), // message id -> the message shown (moderation.js acts on it)
   me: null, // {id, name, role}: the signed-in user, role held in this channel
   pending: [], // the sender's own held messages: {li, text}
-  offerToken: true, // offer the token in the handshake (see protocols)
   signedIn: false, // the socket holds the token (a hello or ack named the user)
 };
 
@@ -45,32 +43,12 @@ function token() {
 }
 
 // api calls the REST API with the page's token and returns the answer's
-// JSON (null when empty); a refusal throws an Error with the server's
-// message (apierr's, never internal detail).
+// JSON (null when empty); a refusal throws the client's ChatError, whose
+// message is the server's (apierr's, never internal detail). path is
+// under api/v1/ and may carry its query.
 async function api(method, path, body) {
-  const headers = {};
-  if (token()) headers.Authorization = "Bearer " + token();
-  const init = { method, headers };
-  if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(new URL("api/v1/" + path, base), init);
-  const text = await res.text();
-  let data = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch (e) {
-    data = null;
-  }
-  if (!res.ok) throw new Error((data && data.message) || String(res.status));
-  return data;
-}
-
-// isJWT tells a platform token (a JWT: three base64url parts) from a chat
-// token.
-function isJWT(t) {
-  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(t || "");
+  await lib;
+  return state.chat.request(method, "api/v1/" + path, { body });
 }
 
 // embedOrigins are the sites allowed to hand the page a token by
@@ -122,30 +100,30 @@ async function showMe() {
 }
 
 // useToken signs the page in with t: a development or chat token typed
-// in, or a platform token handed over by the embedding site. A fresh
-// platform token for a socket signed in with one renews it (refresh).
-function useToken(t) {
-  const prev = token();
+// in, or a platform token handed over by the embedding site. The client
+// hands it to the open socket (a refresh frame when a platform token
+// renews one, else auth).
+async function useToken(t) {
   if (t) sessionStorage.setItem("chat.token", t);
   else sessionStorage.removeItem("chat.token");
-  state.offerToken = true;
-  if (state.ws && state.ws.readyState === WebSocket.OPEN && t) {
-    const type = isJWT(prev) && isJWT(t) && state.signedIn ? "refresh" : "auth";
-    state.ws.send(JSON.stringify({ type, token: t, id: ++state.reqId }));
-  }
+  await lib;
+  state.chat.setToken(t);
   showMe();
 }
 
-function wsURL() {
-  const u = new URL("api/v1/ws", base);
-  u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-  u.searchParams.set("channel", state.channel);
-  if (state.cursor !== null) u.searchParams.set("since", state.cursor);
-  return u.toString();
-}
-
-function messageId(cursor) {
-  return parseInt(String(cursor).split("-")[0], 10) || 0;
+// refreshToken is the client's callback for a fresh token. The embedding
+// site posts fresh platform tokens when it has them (useToken), so before
+// exp there is nothing to ask; after a 4002 the page reads on without the
+// token until the embedding site hands over a fresh one.
+function refreshToken(reason) {
+  if (reason !== "expired") return null;
+  sessionStorage.removeItem("chat.token");
+  state.me = null;
+  $("who").textContent = "";
+  moderation.setRole(null);
+  showError("your session expired; sign in again");
+  tellEmbedder({ type: "chat-token-expired" });
+  return null;
 }
 
 // render inserts a message in id order; tombstones and duplicates are not shown.
@@ -249,20 +227,12 @@ function clearMessages() {
 // loadHistory fetches the messages up to the subscription's start; live
 // events after it arrive on the socket, so nothing is shown twice.
 async function loadHistory(lastId) {
+  const { messageId } = await lib;
   const id = messageId(lastId);
   if (id === 0) return;
-  const u = new URL("api/v1/messages", base);
-  u.searchParams.set("channel", state.channel);
-  u.searchParams.set("limit", "100");
-  u.searchParams.set("before", String(id + 1));
-  const headers = {};
-  if (token()) headers.Authorization = "Bearer " + token();
   try {
-    const res = await fetch(u, { headers });
-    if (!res.ok) throw new Error("history: " + res.status);
-    const body = await res.json();
-    const list = Array.isArray(body) ? body : body.messages || [];
-    for (const m of list) {
+    const body = await state.chat.messages(state.channel, { limit: 100, before: id + 1 });
+    for (const m of body.messages || []) {
       if (!state.byId.has(m.id)) render(m);
     }
   } catch (e) {
@@ -270,16 +240,14 @@ async function loadHistory(lastId) {
   }
 }
 
+// handle shows one server object: the subscription's events, and the
+// answers to the page's sends.
 function handle(ev) {
-  if (ev.cursor !== undefined) state.cursor = ev.cursor;
   switch (ev.type) {
     case "hello":
-      state.backoff = 500;
       state.signedIn = !!ev.user;
-      setStatus("live", "live");
       if (!ev.recovered) {
         clearMessages();
-        state.cursor = ev.last_id;
         loadHistory(ev.last_id);
       }
       break;
@@ -334,86 +302,40 @@ function handle(ev) {
   }
 }
 
-// protocols offers the token in the handshake (a browser cannot set an
-// Authorization header on a WebSocket), so the server counts the socket as
-// its user's from the start: it gets in even when anonymous readers hold
-// all the places they may. After a handshake that offered it and failed
-// (an unknown token answers 401, which a page cannot read), the next one
-// goes without, and the auth frame's error says what was wrong.
-function protocols() {
-  const t = token();
-  if (!t || !state.offerToken || !/^[A-Za-z0-9._~+-]+$/.test(t)) return undefined;
-  return ["chat", "bearer." + t];
-}
-
-function connect() {
-  clearTimeout(state.timer);
-  const offered = protocols();
-  const ws = new WebSocket(wsURL(), offered);
-  let opened = false;
-  state.ws = ws;
-  setStatus("connecting");
-  ws.onopen = () => {
-    opened = true;
-    // Also when the handshake carried it: the ack names the user.
-    if (token()) ws.send(JSON.stringify({ type: "auth", token: token(), id: ++state.reqId }));
-  };
-  ws.onmessage = (e) => {
-    if (ws !== state.ws) return;
-    for (const line of String(e.data).split("\n")) {
-      if (line.trim() === "") continue;
-      try {
-        handle(JSON.parse(line));
-      } catch (err) {
-        console.error("bad frame", line, err);
+// status shows the subscription's state, and why it stopped.
+function status(st, detail) {
+  switch (st) {
+    case "live":
+      setStatus("live", "live");
+      break;
+    case "reconnecting":
+      setStatus("reconnecting in " + Math.ceil(detail.wait / 1000) + " s", "down");
+      break;
+    case "stopped":
+      if (detail.code === 4001) {
+        setStatus("needs a token", "down");
+        showError("reading this chat needs a token");
+      } else if (detail.code === 4029) {
+        setStatus("too many sockets", "down");
+        showError("this account has too many sockets open on this server: close another tab, then reload");
+      } else {
+        setStatus("disconnected", "down");
+        showError(detail.reason || "disconnected");
       }
-    }
-  };
-  ws.onclose = (e) => {
-    if (ws !== state.ws) return;
-    state.ws = null;
-    state.offerToken = opened || !offered;
-    if (e.code === 4001) {
-      setStatus("needs a token", "down");
-      showError("reading this chat needs a token");
-      return;
-    }
-    if (e.code === 4002) {
-      // The platform token expired unrefreshed: read on without it until
-      // the embedding site hands over a fresh one.
-      sessionStorage.removeItem("chat.token");
-      state.me = null;
-      $("who").textContent = "";
-      moderation.setRole(null);
-      showError("your session expired; sign in again");
-      tellEmbedder({ type: "chat-token-expired" });
-    }
-    if (e.code === 4029) {
-      setStatus("too many sockets", "down");
-      showError("this account has too many sockets open on this server: close another tab, then reload");
-      return;
-    }
-    // Reconnect with since=cursor after an exponential, jittered wait.
-    const wait = Math.round(state.backoff * (0.5 + Math.random() / 2));
-    state.backoff = Math.min(state.backoff * 2, 30000);
-    setStatus("reconnecting in " + Math.ceil(wait / 1000) + " s", "down");
-    state.timer = setTimeout(connect, wait);
-  };
+      break;
+    default:
+      setStatus("connecting");
+  }
 }
 
-function join(channel) {
+async function join(channel) {
   state.channel = channel;
-  state.cursor = null;
   clearMessages();
   location.hash = channel;
-  if (state.ws) {
-    const old = state.ws;
-    state.ws = null;
-    old.close(1000, "switching channel");
-  }
-  state.backoff = 500;
+  await lib;
+  if (state.sub) state.sub.close();
   moderation.channelChanged();
-  connect();
+  state.sub = state.chat.subscribe(channel, { onEvent: handle, onStatus: status });
   showMe(); // the role shown is the one held in this channel
 }
 
@@ -447,11 +369,13 @@ $("send-form").addEventListener("submit", (e) => {
     showError("set a token to send");
     return;
   }
-  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
+  if (!state.sub || !state.sub.live) {
     showError("not connected; retrying");
     return;
   }
-  state.ws.send(JSON.stringify({ type: "send", message: text, id: ++state.reqId }));
+  state.sub.send(text).then(handle, (err) => {
+    showError(err.message + (err.retryAfter ? " (retry in " + err.retryAfter + " s)" : ""));
+  });
 });
 
 // The fragment names the channel (#general), or hands over a token
@@ -464,6 +388,12 @@ if (/(^|&)token=/.test(location.hash.slice(1))) {
   sessionStorage.setItem("chat.token", p.get("token"));
   history.replaceState(null, "", location.pathname + location.search + "#" + initial);
 }
-showMe();
 $("channel").value = initial;
-join(initial);
+lib.then(
+  (m) => {
+    state.chat = new m.ChatClient({ token: token(), refreshToken });
+    showMe();
+    join(initial);
+  },
+  (e) => showError("could not load the chat client: " + e.message),
+);

@@ -1,5 +1,7 @@
-// Package web is the chat's browser client: one page of plain HTML, CSS and
-// JavaScript, embedded in the binary; Mount serves it at /.
+// Package web is the chat's browser side, embedded in the binary: the page
+// at /, the browser client client.js (an ES module, typed by client.d.ts)
+// that the page, the embed and any site use, and the embed at
+// /embed/{channel} (with ?overlay=1, an overlay for OBS's browser source).
 package web
 
 import (
@@ -8,15 +10,18 @@ import (
 	"html"
 	"io/fs"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 )
 
-// FS holds index.html, app.js, moderation.js and style.css.
+// FS holds the page (index.html, app.js, moderation.js, style.css), the
+// client (client.js, client.d.ts) and the embed (embed.html, embed.js,
+// embed.css).
 //
-//go:embed index.html app.js moderation.js style.css
+//go:embed index.html app.js moderation.js style.css client.js client.d.ts embed.html embed.js embed.css
 var FS embed.FS
 
 // csp lets the page load only its own files and open WebSockets to where it
@@ -47,13 +52,43 @@ func Mount(e *gin.Engine, opts Options) {
 	page := read("index.html")
 	if len(opts.EmbedOrigins) > 0 {
 		ancestors = strings.Join(opts.EmbedOrigins, " ")
-		list := `<meta name="chat-embed-origins" content="` + html.EscapeString(ancestors) + `">`
-		page = bytes.Replace(page, embedMeta, []byte(list), 1)
+		page = bytes.Replace(page, embedMeta, embedMetaFor(opts.EmbedOrigins), 1)
 	}
 	e.Match(getHead, "/", serve(page, "text/html; charset=utf-8", csp+ancestors))
+	// The embed has the page's policy: its own files, sockets, frames by
+	// the embedding origins only.
+	embedPage := serve(bytes.Replace(read("embed.html"), embedMeta, embedMetaFor(opts.EmbedOrigins), 1), "text/html; charset=utf-8", csp+ancestors)
+	e.Match(getHead, "/embed/:channel", func(c *gin.Context) {
+		if !channelName.MatchString(c.Param("channel")) {
+			c.AbortWithStatusJSON(http.StatusBadRequest, errorBody{StatusCode: http.StatusBadRequest, Error: "Bad Request",
+				Message: "the embed's path names a channel: 1..32 of a-z, 0-9, '-' and '_', starting with a letter or digit"})
+			return
+		}
+		embedPage(c)
+	})
+	e.Match(getHead, "/client.js", serve(read("client.js"), "text/javascript; charset=utf-8", ""))
+	e.Match(getHead, "/client.d.ts", serve(read("client.d.ts"), "text/plain; charset=utf-8", ""))
+	e.Match(getHead, "/embed.js", serve(read("embed.js"), "text/javascript; charset=utf-8", ""))
+	e.Match(getHead, "/embed.css", serve(read("embed.css"), "text/css; charset=utf-8", ""))
 	e.Match(getHead, "/app.js", serve(read("app.js"), "text/javascript; charset=utf-8", ""))
 	e.Match(getHead, "/moderation.js", serve(read("moderation.js"), "text/javascript; charset=utf-8", ""))
 	e.Match(getHead, "/style.css", serve(read("style.css"), "text/css; charset=utf-8", ""))
+}
+
+// embedMetaFor is the meta tag listing the embedding origins.
+func embedMetaFor(origins []string) []byte {
+	return []byte(`<meta name="chat-embed-origins" content="` + html.EscapeString(strings.Join(origins, " ")) + `">`)
+}
+
+// channelName is the API's rule for a channel name (the case is folded
+// by the server when the embed connects).
+var channelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// errorBody is the service's error body.
+type errorBody struct {
+	StatusCode int    `json:"statusCode"`
+	Error      string `json:"error"`
+	Message    string `json:"message"`
 }
 
 func read(name string) []byte {

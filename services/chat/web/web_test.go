@@ -24,7 +24,12 @@ func TestMountServesThePageAndItsAssets(t *testing.T) {
 	defer srv.Close()
 	for _, c := range []struct{ path, ctype, body string }{
 		{"/", "text/html", "<html"},
-		{"/app.js", "text/javascript", "WebSocket"},
+		{"/app.js", "text/javascript", "client.js"},
+		{"/client.js", "text/javascript", "WebSocket"},
+		{"/client.d.ts", "text/plain", "ChatClient"},
+		{"/embed.js", "text/javascript", "ChatClient"},
+		{"/embed.css", "text/css", "overlay"},
+		{"/embed/general", "text/html", "<html"},
 		{"/moderation.js", "text/javascript", "setRole"},
 		{"/style.css", "text/css", "{"},
 	} {
@@ -46,7 +51,7 @@ func TestMountServesThePageAndItsAssets(t *testing.T) {
 		if resp.Header.Get("Cache-Control") != "no-cache" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("GET %s: headers %v", c.path, resp.Header)
 		}
-		if csp := resp.Header.Get("Content-Security-Policy"); (c.path == "/") != strings.Contains(csp, "default-src 'self'") {
+		if csp := resp.Header.Get("Content-Security-Policy"); (c.path == "/" || strings.HasPrefix(c.path, "/embed/")) != strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("GET %s: Content-Security-Policy %q", c.path, csp)
 		}
 		head, err := http.Head(srv.URL + c.path)
@@ -93,7 +98,7 @@ func TestEmbedOriginsMayFrameThePage(t *testing.T) {
 // or event handler, which its Content-Security-Policy would block.
 func TestPageInsertsNoMarkup(t *testing.T) {
 	markup := regexp.MustCompile(`(innerHTML|outerHTML)\s*[:=]|insertAdjacentHTML|document\.write|createContextualFragment|\beval\(|new Function\(`)
-	for _, name := range []string{"app.js", "moderation.js"} {
+	for _, name := range []string{"app.js", "moderation.js", "client.js", "embed.js"} {
 		b, err := fs.ReadFile(web.FS, name)
 		if err != nil {
 			t.Fatal(err)
@@ -102,12 +107,30 @@ func TestPageInsertsNoMarkup(t *testing.T) {
 			t.Errorf("%s inserts markup or runs text: %q", name, m)
 		}
 	}
-	page, err := fs.ReadFile(web.FS, "index.html")
-	if err != nil {
-		t.Fatal(err)
-	}
 	inline := regexp.MustCompile(`(?i)\son[a-z]+\s*=|<script>|<script[^>]*>[^<]|javascript:|\sstyle\s*=`)
-	if m := inline.Find(page); m != nil {
-		t.Errorf("index.html has inline script or style: %q", m)
+	for _, name := range []string{"index.html", "embed.html"} {
+		page, err := fs.ReadFile(web.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := inline.Find(page); m != nil {
+			t.Errorf("%s has inline script or style: %q", name, m)
+		}
+	}
+}
+
+// TestEmbedRefusesABadChannel: the embed's path names a channel by the
+// API's rule; anything else is the error body, 400.
+func TestEmbedRefusesABadChannel(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	e := gin.New()
+	web.Mount(e, web.Options{})
+	for _, path := range []string{"/embed/-x", "/embed/" + strings.Repeat("a", 33), "/embed/a%20b"} {
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"statusCode":400`) ||
+			!strings.Contains(w.Body.String(), `"error":"Bad Request"`) {
+			t.Errorf("GET %s = %d %s, want the 400 error body", path, w.Code, w.Body.String())
+		}
 	}
 }

@@ -130,7 +130,7 @@ func TestBrowserReconnectsWithSinceAfterADrop(t *testing.T) {
 	}
 	waitJS(t, tab, `document.querySelectorAll('#messages li').length === 1`)
 	// Drop the socket from the page's side, send meanwhile, let it reconnect.
-	if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`(state.ws.close(4999), true)`)); err != nil {
+	if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`(state.sub.ws.close(4999), true)`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"two", "three"} {

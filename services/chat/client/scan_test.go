@@ -1,4 +1,4 @@
-package chatwire
+package client
 
 import (
 	"bytes"

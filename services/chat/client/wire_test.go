@@ -1,4 +1,4 @@
-package chatwire
+package client
 
 import (
 	"strings"
@@ -21,7 +21,7 @@ func TestParseFrameReadsEveryObjectAndIgnoresUnknownTypes(t *testing.T) {
 	if len(got) != 6 {
 		t.Fatalf("got %d events, want 6: %+v", len(got), got)
 	}
-	if got[0].Type != TypeHello || got[0].LastID != 41 || !got[0].Recovered {
+	if got[0].Type != TypeHello || got[0].LastID != "41" || !got[0].Recovered {
 		t.Errorf("hello = %+v", got[0])
 	}
 	m := got[1].Message
@@ -68,14 +68,14 @@ func TestEncodedMessageEventParsesBack(t *testing.T) {
 }
 
 func TestURLs(t *testing.T) {
-	got, err := WSURL("http://127.0.0.1:8080/", "general chat", 12)
+	got, err := WSURL("http://127.0.0.1:8080/", "general chat", "12")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != "ws://127.0.0.1:8080/api/v1/ws?channel=general+chat&since=12" {
 		t.Errorf("WSURL = %q", got)
 	}
-	if got, _ := WSURL("http://[::1]:9", "x", 0); got != "ws://[::1]:9/api/v1/ws?channel=x" {
+	if got, _ := WSURL("http://[::1]:9", "x", ""); got != "ws://[::1]:9/api/v1/ws?channel=x" {
 		t.Errorf("WSURL = %q", got)
 	}
 	if SendURL("http://127.0.0.1:8080/") != "http://127.0.0.1:8080/api/v1/messages/send" {
@@ -84,13 +84,13 @@ func TestURLs(t *testing.T) {
 }
 
 func TestParseFrameToleratesOtherShapesInUnknownEvents(t *testing.T) {
-	frame := `{"type":"message_deleted","message":42}
+	frame := `{"type":"future_event","message":42}
 {"type":"user_banned","count":"x"}`
 	var types []string
 	if err := ParseFrame([]byte(frame), func(e Event) { types = append(types, e.Type) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(types) != 2 || types[0] != "message_deleted" {
+	if len(types) != 2 || types[0] != "future_event" {
 		t.Fatalf("types %v", types)
 	}
 	if err := ParseFrame([]byte(`{"type":"message","message":"oops"}`), func(Event) {}); err == nil {
