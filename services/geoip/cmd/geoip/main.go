@@ -148,12 +148,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case cmd == "update":
 		return updateCmd(ctx, args, getenv, stdout, stderr)
 	case cmd == "healthcheck":
-		if len(args) == 1 && isHelp(args[0]) {
-			fmt.Fprint(stdout, usage)
-			return nil
-		}
-		if len(args) > 0 {
-			return fmt.Errorf("healthcheck takes no arguments, got %q", args)
+		if help, err := noArguments(cmd, args, stdout); help || err != nil {
+			return err
 		}
 		return healthcheck(ctx, getenv)
 	case isHelp(cmd):
@@ -161,6 +157,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	return fmt.Errorf("unknown subcommand %q (want serve, convert, update, healthcheck or help)", cmd)
+}
+
+// noArguments checks the arguments of a subcommand configured by the environment alone:
+// a lone help flag prints the usage (help is true), anything else is an error.
+func noArguments(cmd string, args []string, stdout io.Writer) (help bool, err error) {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return true, nil
+	}
+	if len(args) > 0 {
+		return false, fmt.Errorf("%s takes no arguments (configuration comes from the environment), got %q", cmd, args)
+	}
+	return false, nil
 }
 
 func isHelp(arg string) bool {
@@ -344,17 +353,8 @@ func (a *App) Background(ctx context.Context, hup <-chan os.Signal) (wait func()
 // serve runs the service until ctx ends (SIGINT, SIGTERM), then drains the server and
 // waits for the background work before closing what build opened.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, logw io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(logw)
-	fs.Usage = func() { fmt.Fprint(stdout, usage) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := noArguments("serve", args, stdout); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments (configuration comes from the environment), got %q", fs.Args())
 	}
 	app, err := build(getenv, logw)
 	if err != nil {
@@ -495,17 +495,8 @@ func newUpdater(cfg config.Config, log *slog.Logger, reg prometheus.Registerer, 
 // per database on stdout, an error when one failed. A server watching the files reloads
 // what it installs.
 func updateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, logw io.Writer) error {
-	fs := flag.NewFlagSet("update", flag.ContinueOnError)
-	fs.SetOutput(logw)
-	fs.Usage = func() { fmt.Fprint(stdout, usage) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := noArguments("update", args, stdout); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("update takes no arguments (configuration comes from the environment), got %q", fs.Args())
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {

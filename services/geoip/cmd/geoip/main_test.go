@@ -249,6 +249,13 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"convert", "-h"}, envOf(nil), &stdout, io.Discard); err != nil {
 		t.Errorf("convert -h: %v", err)
 	}
+	// The subcommands the environment configures take no argument, and say so.
+	for _, args := range [][]string{{"serve", "extra"}, {"serve", "-x"}, {"healthcheck", "now"}, {"update", "-h", "extra"}} {
+		err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), args[0]+" takes no arguments") {
+			t.Errorf("%v: %v, want %q", args, err, args[0]+" takes no arguments")
+		}
+	}
 }
 
 // Every subcommand the help lists answers --help and -h with its help on stdout and
