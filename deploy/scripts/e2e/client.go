@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	chatclient "github.com/apistack/platform/services/chat/client"
@@ -42,12 +43,14 @@ func (s *stack) do(ctx context.Context, method, path string, body any, auth bool
 		}
 		rd = bytes.NewReader(b)
 	}
+	path, query, _ := strings.Cut(path, "?")
 	req, err := http.NewRequestWithContext(ctx, method, s.base.JoinPath(path).String(), rd)
 	if err != nil {
 		return nil, err
 	}
-	// JoinPath drops a trailing slash; the services' paths keep theirs.
-	req.URL.Path = path
+	// JoinPath drops a trailing slash; the services' paths keep theirs. A
+	// query stays a query, not part of the path.
+	req.URL.Path, req.URL.RawQuery = path, query
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
