@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apistack/platform/libs/apiserver/proctest"
 )
 
 // debianBin is where Debian's postgresql-15 package puts its programs.
@@ -317,14 +319,18 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	}
 }
 
+// freePort is proctest.FreePort as a number, or the test's end.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := proctest.FreePort()
 	if err != nil {
 		tb.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	return n
 }
 
 // lineLog keeps the server's last lines.

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apistack/platform/libs/apiserver/proctest"
 )
 
 // Server is one redis-server process owned by a test.
@@ -184,12 +186,16 @@ func (s *Server) WaitReady(ctx context.Context) error {
 	}
 }
 
+// freePort is proctest.FreePort as a number, or the test's end.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := proctest.FreePort()
 	if err != nil {
 		tb.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		tb.Fatalf("find a free port: %v", err)
+	}
+	return n
 }
